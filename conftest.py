@@ -1,0 +1,111 @@
+"""Collect the book's MyST notebooks for nbval, without committing any .ipynb.
+
+With ``--nbval-lax`` (or ``--nbval``), every ``.md`` file under ``book/`` whose
+front matter is a jupytext header becomes an nbval notebook: it is read through
+jupytext and run cell by cell in a fresh kernel started in the notebook's own folder.
+When all cells of a notebook pass, its outputs are saved to
+``_build/executed/<path>.ipynb`` so that the book build can reuse them instead of
+executing the notebook a second time (see ``lib/_booktools.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent
+
+try:  # nbval is part of the stack; without it there is simply nothing to collect
+    import nbval.plugin as _nbval
+except ImportError:  # pragma: no cover
+    _nbval = None
+
+
+def _is_myst_notebook(path: Path) -> bool:
+    text = path.read_text(encoding="utf-8")
+    if not text.startswith("---"):
+        return False
+    header = text.split("---", 2)[1]
+    return "jupytext" in header and "kernelspec" in header
+
+
+if _nbval is not None:
+
+    class MystNotebook(_nbval.IPyNbFile):
+        """An nbval notebook read from a MyST markdown file through jupytext."""
+
+        def collect(self):
+            import jupytext
+
+            nb = jupytext.read(self.path)
+            self._book_started = None
+            self._book_outputs = {}
+            self._book_seconds = 0.0
+            with mock.patch.object(_nbval.nbformat, "read", lambda *a, **k: nb):
+                yield from super().collect()
+
+        def setup(self):
+            super().setup()
+            kc = self.kernel.kc
+
+            # nbval executes with store_history=False, which makes IPython ignore a trailing
+            # ';' (it looks the cell up in its history). Run cells as Jupyter and the book
+            # build do, so that the outputs match theirs.
+            def execute_cell_input(cell_input, allow_stdin=None):
+                return kc.execute(cell_input, store_history=True, allow_stdin=allow_stdin,
+                                  stop_on_error=False)
+
+            self.kernel.execute_cell_input = execute_cell_input
+
+    def pytest_collect_file(file_path, parent):
+        opt = parent.config.option
+        if not (getattr(opt, "nbval", False) or getattr(opt, "nbval_lax", False)):
+            return None
+        if file_path.suffix != ".md" or "_build" in file_path.parts or ".venv" in file_path.parts:
+            return None
+        if not _is_myst_notebook(file_path):
+            return None
+        return MystNotebook.from_parent(parent, path=file_path)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(item, call):
+        outcome = yield
+        report = outcome.get_result()
+        nbfile = getattr(item, "parent", None)
+        if call.when != "call" or not isinstance(nbfile, MystNotebook):
+            return
+        if report.passed and item.test_outputs is not None:
+            nbfile._book_outputs[item.cell_num] = list(item.test_outputs)
+            nbfile._book_seconds += report.duration
+        n_code = sum(c.cell_type == "code" for c in nbfile.nb.cells)
+        if len(nbfile._book_outputs) == n_code:
+            _save_executed(nbfile, n_code)
+
+    def _save_executed(nbfile, n_code):
+        import copy
+
+        import nbformat
+
+        nb = copy.deepcopy(nbfile.nb)
+        k = 0
+        for cell in nb.cells:
+            if cell.cell_type != "code":
+                continue
+            cell.outputs = nbfile._book_outputs[k]
+            cell.execution_count = k + 1
+            for out in cell.outputs:
+                if out.get("output_type") == "execute_result":
+                    out["execution_count"] = k + 1
+                    out.setdefault("metadata", {})
+                if out.get("output_type") == "display_data":
+                    out.setdefault("metadata", {})
+            k += 1
+        nb.metadata["book_execution"] = {"seconds": round(nbfile._book_seconds, 3),
+                                         "finished": time.time(), "by": "nbval"}
+        rel = Path(nbfile.path).resolve().relative_to(ROOT)
+        out = ROOT / "_build" / "executed" / rel.with_suffix(".ipynb")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(out))
