@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 JB     := $(VENV)/bin/jupyter-book build . --all -W -n --keep-going
 
-.PHONY: book test venv clean
+.PHONY: book test venv chromium clean
 .DEFAULT_GOAL := book
 
 $(STAMP): requirements.txt pyproject.toml
@@ -20,6 +20,14 @@ $(STAMP): requirements.txt pyproject.toml
 
 venv: $(STAMP)
 
+# The browser test drives Debian's chromium (never a downloaded browser).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium for the browser test"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
 # --all: always re-read every page (the execution cache, not Sphinx, decides what runs).
 # Outputs cached by an earlier run are reused only if lib/, BOOK_SCALE and BOOK_SEED are
 # unchanged; otherwise the build executes every notebook again (strictly: an error fails it).
@@ -29,17 +37,19 @@ book: $(STAMP)
 
 # Each notebook runs once: under nbval (in parallel), whose outputs then fill the build's
 # execution cache, so the strict build that follows executes nothing a second time.
-test: $(STAMP)
+# Then the built HTML is checked in headless chromium (tests marked `built`).
+test: $(STAMP) chromium
 	@if [ -n "$$BOOK_SCALE" ] && [ "$$BOOK_SCALE" != "quick" ]; then \
 	  echo "make test runs at BOOK_SCALE=quick (got '$$BOOK_SCALE')"; exit 2; fi
 	$(PY) -m lib._booktools invalidate-stale
 	rm -rf _build/ledger _build/executed
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BOOK_SCALE=quick \
 	  $(PY) -m pytest -n $(JOBS) --dist loadscope --durations=15 \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 tests book
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -m "not built" tests book
 	$(PY) -m lib._booktools fill-cache
 	BOOK_SCALE=quick $(JB)
 	BOOK_SCALE=quick $(PY) -m lib._booktools check-build
+	BOOK_SCALE=quick $(PY) -m pytest -m built tests/test_html.py
 
 clean:
 	rm -rf _build
