@@ -74,7 +74,7 @@ class Within(Criterion):
 
     @property
     def text(self):
-        return f"in [{_fmt(self.lo)}, {_fmt(self.hi)}]"
+        return f"in [{_fmt_exact(self.lo)}, {_fmt_exact(self.hi)}]"
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ class Above(Criterion):
 
     @property
     def text(self):
-        return f"> {_fmt(self.threshold)}"
+        return f"> {_fmt_exact(self.threshold)}"
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class Below(Criterion):
 
     @property
     def text(self):
-        return f"< {_fmt(self.threshold)}"
+        return f"< {_fmt_exact(self.threshold)}"
 
 
 @dataclass(frozen=True)
@@ -131,12 +131,12 @@ class CloseTo(Criterion):
     @property
     def text(self):
         ref = np.asarray(self.reference, dtype=float)
-        refs = _fmt(float(ref)) if ref.ndim == 0 else f"reference (shape {ref.shape})"
+        refs = _fmt_exact(float(ref)) if ref.ndim == 0 else f"reference (shape {ref.shape})"
         parts = []
         if self.atol:
-            parts.append(_fmt(self.atol))
+            parts.append(_fmt_exact(self.atol))
         if self.rtol:
-            parts.append(f"{_fmt(self.rtol)}·|ref|")
+            parts.append(f"{_fmt_exact(self.rtol)}·|ref|")
         return f"|x − {refs}| ≤ {' + '.join(parts)}"
 
 
@@ -239,6 +239,11 @@ def _fmt(x: float) -> str:
     if ax >= 1e4 or ax < 1e-3:
         return f"{x:.3g}"
     return f"{x:.4g}"
+
+
+def _fmt_exact(x: float) -> str:
+    """Thresholds are shown to 12 significant digits, so 1 + 1e-9 does not print as 1."""
+    return f"{float(x):.12g}"
 
 
 def _summarise(measured: Any) -> str:

@@ -1,0 +1,126 @@
+"""Tests of lib.dp_iv (chapter 04), following section (g) of the brief."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lib import dp_iv as d
+
+
+@pytest.fixture(scope="module")
+def data():
+    return d.simulate_iv(3000, 3, 4, 2, np.random.default_rng(0))
+
+
+def test_simulate_shapes_and_endogeneity(data):
+    assert data["Z"].shape == (3000, 4) and data["X"].shape == (3000, 3) and data["Y"].shape == (3000,)
+    assert data["Theta_star"].shape == (4, 3)
+
+
+def test_two_sls_matches_linearmodels(data):
+    from linearmodels.iv import IV2SLS
+
+    _, beta = d.two_sls(data["Z"], data["X"], data["Y"])
+    ref = IV2SLS(data["Y"], None, data["X"], data["Z"]).fit().params
+    assert np.allclose(beta, np.asarray(ref), atol=1e-10)
+
+
+def test_two_stage_gd_converges_to_2sls(data):
+    eta, alpha = d.public_step_sizes(data["Theta_star"], 3000, 4)
+    Ths, bs = d.two_stage_gd(data["Z"], data["X"], data["Y"], 300, eta, alpha)
+    Th, b = d.two_sls(data["Z"], data["X"], data["Y"])
+    assert bs.shape == (301, 3) and Ths.shape == (301, 4, 3)
+    assert np.linalg.norm(bs[-1] - b) < 1e-10 and np.linalg.norm(Ths[-1] - Th) < 1e-10
+
+
+def test_clip_rows():
+    G = np.array([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0]])
+    C, frac = d.clip_rows(G, 1.0)
+    assert np.allclose(C[0], [0.6, 0.8]) and np.allclose(C[1], G[1]) and np.allclose(C[2], 0)
+    assert frac == pytest.approx(1 / 3)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.floats(0.01, 100), st.integers(0, 10**6))
+def test_clip_rows_caps_norms_exactly(c, seed):
+    G = np.random.default_rng(seed).standard_normal((20, 6)) * 10
+    C, _ = d.clip_rows(G, c)
+    norms = np.linalg.norm(C, axis=1)
+    assert np.all(norms <= c * (1 + 1e-12))
+    small = np.linalg.norm(G, axis=1) <= c
+    assert np.allclose(C[small], G[small])
+
+
+def test_noise_scale_and_accounting():
+    assert d.noise_scale(5.0, 100, 10, math.inf) == 0.0
+    lam = d.noise_scale(5.0, 100, 10, 0.3)
+    assert lam == pytest.approx(2 * 5 / 100 * math.sqrt(10 / 0.3))
+    # Proposition 3.1's noise scale costs rho/2 per stage (the factor-2 slack)
+    assert d.zcdp_cost(5.0, lam, 100, 10) == pytest.approx(0.15, rel=1e-12)
+    assert d.zcdp_cost(5.0, 0.0, 100, 10) == math.inf
+
+
+def test_zcdp_to_dp_known_values():
+    for rho, eps in ((0.1, 2.246), (1.0, 7.786), (10.0, 31.46)):
+        assert d.zcdp_to_dp(rho, 1e-5) == pytest.approx(eps, abs=0.01)
+
+
+def test_per_sample_grads_average_to_full_gradient(data):
+    rng = np.random.default_rng(1)
+    Th, b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    G1, G2 = d.per_sample_grads(data["Z"], data["X"], data["Y"], Th, b)
+    Z, X, Y = data["Z"], data["X"], data["Y"]
+    n = Z.shape[0]
+    assert np.allclose(G1.mean(0).reshape(4, 3), Z.T @ (Z @ Th - X) / n)
+    assert np.allclose(G2.mean(0), Th.T @ Z.T @ (Z @ Th @ b - Y) / n)
+
+
+def test_dp_with_infinite_budget_and_no_clipping_equals_2sgd(data):
+    eta, alpha = d.public_step_sizes(data["Theta_star"], 3000, 4)
+    out = d.dp_two_stage_gd(data["Z"], data["X"], data["Y"], 15, math.inf, math.inf, 1e6, 1e6, eta, alpha,
+                            np.random.default_rng(0), n_runs=2)
+    _, bs = d.two_stage_gd(data["Z"], data["X"], data["Y"], 15, eta, alpha)
+    assert out["beta"].shape == (2, 16, 3)
+    assert np.allclose(out["beta"][0], bs) and out["frac1"] == 0 and out["lam1"] == 0
+
+
+def test_beta_noise_mse_exact_against_monte_carlo(data):
+    Z, X, Y = data["Z"], data["X"], data["Y"]
+    eta, alpha = d.public_step_sizes(data["Theta_star"], 3000, 4)
+    T = 10
+    out = d.dp_two_stage_gd(Z, X, Y, T, math.inf, 1.0, 1e6, 1e6, eta, alpha, np.random.default_rng(3), n_runs=400)
+    _, bs = d.two_stage_gd(Z, X, Y, T, eta, alpha)
+    sq = np.sum((out["beta"][:, -1] - bs[-1]) ** 2, axis=1)
+    exact = d.beta_noise_mse_exact(Z, X, T, eta, alpha, out["lam2"])
+    assert abs(sq.mean() - exact) < 4 * sq.std(ddof=1) / np.sqrt(sq.size)
+
+
+def test_bad_input():
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="q >= p"):
+        d.two_sls(rng.standard_normal((50, 2)), rng.standard_normal((50, 3)), rng.standard_normal(50))
+    Z = rng.standard_normal((50, 3))
+    Z[:, 2] = Z[:, 0]
+    with pytest.raises(ValueError, match="rank deficient"):
+        d.two_sls(Z, rng.standard_normal((50, 2)), rng.standard_normal(50))
+    with pytest.raises(ValueError, match="rho"):
+        d.noise_scale(1.0, 10, 5, 0.0)
+    with pytest.raises(ValueError, match="rho"):
+        d.zcdp_to_dp(-1.0, 1e-5)
+    with pytest.raises(ValueError, match="delta"):
+        d.zcdp_to_dp(1.0, 1.5)
+    with pytest.raises(ValueError, match="c must"):
+        d.clip_rows(np.ones((2, 2)), 0)
+    with pytest.raises(ValueError, match="rows"):
+        d.two_sls(rng.standard_normal((50, 2)), rng.standard_normal((40, 2)), rng.standard_normal(50))
+    with pytest.raises(TypeError, match="rng"):
+        d.dp_two_stage_gd(rng.standard_normal((50, 2)), rng.standard_normal((50, 2)), rng.standard_normal(50),
+                          5, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 42)
+    with pytest.raises(ValueError, match="T must"):
+        d.two_stage_gd(rng.standard_normal((50, 2)), rng.standard_normal((50, 2)), rng.standard_normal(50),
+                       0, 0.5, 0.5)
+    with pytest.raises(ValueError, match="q >= p"):
+        d.simulate_iv(10, 3, 2, 1, rng)
