@@ -72,7 +72,7 @@ def check_data(Z, X, Y):
 
 # ----------------------------------------------------------------------------- data and estimators
 def simulate_iv(n: int, p: int, q: int, r: int, rng: np.random.Generator, theta_scale: float = 0.2,
-                conf: float = 0.5, noise: float = 0.5):
+                conf: float = 0.5, noise: float = 0.5, ols_bias: float | None = 0.5):
     r"""The book's linear IV model with a confounder.
 
     :math:`z\sim\mathcal N(0,I_q)`, :math:`u\sim\mathcal N(0,I_r)`,
@@ -80,9 +80,14 @@ def simulate_iv(n: int, p: int, q: int, r: int, rng: np.random.Generator, theta_
     :math:`x=\Theta^{\star\top}z+\Gamma^\top u+\text{noise}\cdot e`,
     :math:`y=\beta^{\star\top}x+g^\top u+\text{noise}\cdot e'`, with :math:`\Gamma,g` entries
     :math:`\mathcal N(0,\text{conf}^2)` and :math:`\beta^\star\sim\mathcal N(0,I_p)`. The shared
-    :math:`u` makes :math:`x` endogeneous; :math:`z` is a valid instrument.
+    :math:`u` makes :math:`x` endogenous; :math:`z` is a valid instrument.
 
-    Returns a dict with ``Z, X, Y, beta_star, Theta_star``.
+    The strength of the endogeneity is fixed rather than left to chance: unless ``ols_bias`` is
+    None, :math:`g` is rescaled so that the population OLS bias
+    :math:`b=(\Theta^{\star\top}\Theta^\star+\Gamma^\top\Gamma+\text{noise}^2I)^{-1}\Gamma^\top g` has norm
+    ``ols_bias``. (With a random :math:`g`, a few per cent of instances are barely confounded.)
+
+    Returns a dict with ``Z, X, Y, beta_star, Theta_star, ols_bias`` (the vector :math:`b`).
     """
     n, p, q, r = (_pos_int(v, k) for v, k in ((n, "n"), (p, "p"), (q, "q"), (r, "r")))
     if q < p:
@@ -91,12 +96,19 @@ def simulate_iv(n: int, p: int, q: int, r: int, rng: np.random.Generator, theta_
     Theta = np.eye(q, p) + theta_scale * rng.standard_normal((q, p))
     Gam = conf * rng.standard_normal((r, p))
     g = conf * rng.standard_normal(r)
+    Exx = Theta.T @ Theta + Gam.T @ Gam + noise ** 2 * np.eye(p)   # E[x x^T]
+    bias = np.linalg.solve(Exx, Gam.T @ g)                          # E[xx^T]^{-1} E[x eps_1]
+    if ols_bias is not None:
+        if not ols_bias >= 0:
+            raise ValueError(f"ols_bias must be >= 0 or None, got {ols_bias}")
+        scale = ols_bias / max(np.linalg.norm(bias), 1e-300)
+        g, bias = g * scale, bias * scale
     beta = rng.standard_normal(p)
     Z = rng.standard_normal((n, q))
     U = rng.standard_normal((n, r))
     X = Z @ Theta + U @ Gam + noise * rng.standard_normal((n, p))
     Y = X @ beta + U @ g + noise * rng.standard_normal(n)
-    return {"Z": Z, "X": X, "Y": Y, "beta_star": beta, "Theta_star": Theta}
+    return {"Z": Z, "X": X, "Y": Y, "beta_star": beta, "Theta_star": Theta, "ols_bias": bias}
 
 
 def two_sls(Z, X, Y):

@@ -18,6 +18,13 @@ def data():
 def test_simulate_shapes_and_endogeneity(data):
     assert data["Z"].shape == (3000, 4) and data["X"].shape == (3000, 3) and data["Y"].shape == (3000,)
     assert data["Theta_star"].shape == (4, 3)
+    assert np.linalg.norm(data["ols_bias"]) == pytest.approx(0.5)
+
+
+def test_population_ols_bias_matches_large_sample():
+    D = d.simulate_iv(200_000, 3, 4, 2, np.random.default_rng(5))
+    measured = d.ols(D["X"], D["Y"]) - D["beta_star"]
+    assert np.linalg.norm(measured - D["ols_bias"]) < 0.02
 
 
 def test_two_sls_matches_linearmodels(data):
