@@ -23,17 +23,12 @@ import math
 
 import numpy as np
 
+from .validate import check_generator, positive_int
+
 
 # ----------------------------------------------------------------------------- validation
-def _check_rng(rng):
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
 
 
-def _pos_int(v, name):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
 
 
 def _check_rho(rho, name="rho"):
@@ -89,10 +84,10 @@ def simulate_iv(n: int, p: int, q: int, r: int, rng: np.random.Generator, theta_
 
     Returns a dict with ``Z, X, Y, beta_star, Theta_star, ols_bias`` (the vector :math:`b`).
     """
-    n, p, q, r = (_pos_int(v, k) for v, k in ((n, "n"), (p, "p"), (q, "q"), (r, "r")))
+    n, p, q, r = (positive_int(v, k) for v, k in ((n, "n"), (p, "p"), (q, "q"), (r, "r")))
     if q < p:
         raise ValueError(f"need q >= p, got q={q}, p={p}")
-    _check_rng(rng)
+    check_generator(rng)
     Theta = np.eye(q, p) + theta_scale * rng.standard_normal((q, p))
     Gam = conf * rng.standard_normal((r, p))
     g = conf * rng.standard_normal(r)
@@ -149,7 +144,7 @@ def noise_scale(gamma: float, n: int, T: int, rho: float) -> float:
     r"""Per-coordinate noise s.d. of Proposition 3.1, :math:`\lambda=\frac{2\gamma}{n}\sqrt{T/\rho}`
     (0 when ``rho`` is ``math.inf``)."""
     gamma = _check_positive(gamma, "gamma")
-    n, T = _pos_int(n, "n"), _pos_int(T, "T")
+    n, T = positive_int(n, "n"), positive_int(T, "T")
     rho = _check_rho(rho)
     if math.isinf(rho):
         return 0.0
@@ -160,7 +155,7 @@ def zcdp_cost(gamma: float, lam: float, n: int, T: int) -> float:
     r"""zCDP cost of ``T`` Gaussian steps on a clipped mean (replace-one neighbours):
     sensitivity :math:`\Delta=2\gamma/n`, each step :math:`\Delta^2/(2\lambda^2)`, composed additively."""
     gamma = _check_positive(gamma, "gamma")
-    n, T = _pos_int(n, "n"), _pos_int(T, "T")
+    n, T = positive_int(n, "n"), positive_int(T, "T")
     if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)) or lam < 0:
         raise ValueError(f"lam must be a non-negative number, got {lam!r}")
     if lam == 0:
@@ -216,7 +211,7 @@ def clipped_mean_grads(Z, X, Y, Theta, beta, gamma1: float, gamma2: float):
 
 # ----------------------------------------------------------------------------- algorithms
 def _check_steps(T, eta, alpha):
-    return _pos_int(T, "T"), _check_positive(eta, "eta"), _check_positive(alpha, "alpha")
+    return positive_int(T, "T"), _check_positive(eta, "eta"), _check_positive(alpha, "alpha")
 
 
 def two_stage_gd(Z, X, Y, T: int, eta: float, alpha: float):
@@ -250,8 +245,8 @@ def dp_two_stage_gd(Z, X, Y, T: int, rho1: float, rho2: float, gamma1: float, ga
     """
     Z, X, Y = check_data(Z, X, Y)
     T, eta, alpha = _check_steps(T, eta, alpha)
-    _check_rng(rng)
-    R = _pos_int(n_runs, "n_runs")
+    check_generator(rng)
+    R = positive_int(n_runs, "n_runs")
     n, q = Z.shape
     p = X.shape[1]
     lam1 = noise_scale(gamma1, n, T, rho1)
@@ -296,7 +291,7 @@ def public_step_sizes(Theta_star, n: int, q: int):
     r"""The book's data-independent step sizes: :math:`\eta=1/(1+\sqrt{q/n}+\sqrt{6/n})^2`
     and :math:`\alpha=2/(1.2s_{\max}^2+0.8s_{\min}^2)` from the singular values of a *public*
     design matrix ``Theta_star`` (in simulations, the true one)."""
-    n, q = _pos_int(n, "n"), _pos_int(q, "q")
+    n, q = positive_int(n, "n"), positive_int(q, "q")
     s = np.linalg.svd(np.asarray(Theta_star, dtype=float), compute_uv=False)
     eta = 1.0 / (1.0 + math.sqrt(q / n) + math.sqrt(6.0 / n)) ** 2
     alpha = 2.0 / (1.2 * s.max() ** 2 + 0.8 * s.min() ** 2)

@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from .validate import check_generator, positive_int
 from scipy.optimize import brentq
 
 
@@ -35,15 +37,8 @@ def check_probs(p, name: str = "p") -> np.ndarray:
     return p
 
 
-def _check_gen(generator):
-    if not isinstance(generator, np.random.Generator):
-        raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
 
 
-def _pos_int(v, name):
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive integer, got {v!r}")
-    return int(v)
 
 
 # ----------------------------------------------------------------------------- core space
@@ -196,14 +191,14 @@ def probe_vectors(p, n_probes: int, kind: str = "full", dist: str = "rademacher"
     biased version printed in some summaries; a negative control).
     """
     p = check_probs(p)
-    R = _pos_int(n_probes, "n_probes")
+    R = positive_int(n_probes, "n_probes")
     if kind not in ("full", "dg", "lr"):
         raise ValueError(f"kind must be 'full', 'dg' or 'lr', got {kind!r}")
     if dist not in ("rademacher", "gaussian"):
         raise ValueError(f"dist must be 'rademacher' or 'gaussian', got {dist!r}")
     if weight not in ("sqrt", "p"):
         raise ValueError(f"weight must be 'sqrt' or 'p', got {weight!r}")
-    _check_gen(generator)
+    check_generator(generator, "generator")
     B, C = p.shape
     shape = (R, B, 1) if kind == "lr" else (R, B, C)
     xi = generator.choice([-1.0, 1.0], size=shape) if dist == "rademacher" else generator.standard_normal(shape)
@@ -228,8 +223,8 @@ def hutchinson_stats(J, p, n_probes: int, kind: str = "full", dist: str = "radem
     Probes are processed in chunks so memory stays ``chunk x P``.
     """
     J, p = _check_Jp(J, p)
-    R = _pos_int(n_probes, "n_probes")
-    _check_gen(generator)
+    R = positive_int(n_probes, "n_probes")
+    check_generator(generator, "generator")
     B, C, P = J.shape
     Jf = J.reshape(B * C, P)
     s1 = np.zeros(P); s2 = np.zeros(P); t1 = 0.0; t2 = 0.0
@@ -293,8 +288,8 @@ def mc_fim_diag_samples(J, p, n_samples: int, generator: np.random.Generator):
     r"""Samples of the Monte-Carlo FIM diagonal: labels :math:`\hat y_x\sim p_x`,
     :math:`\sum_x(J_x^\top(e_{\hat y_x}-p_x))^{\circ2}`; shape (n_samples, P)."""
     J, p = _check_Jp(J, p)
-    S = _pos_int(n_samples, "n_samples")
-    _check_gen(generator)
+    S = positive_int(n_samples, "n_samples")
+    check_generator(generator, "generator")
     B, C, P = J.shape
     cum = np.cumsum(p, axis=1)
     out = np.empty((S, P))
@@ -346,7 +341,7 @@ def hutchinson_probe_autograd(model, X, kind: str = "full", generator: np.random
     z = model(Xt)
     p = torch.softmax(z, dim=-1).detach()
     if xi is None:
-        _check_gen(generator)
+        check_generator(generator, "generator")
         xi = generator.choice([-1.0, 1.0], size=tuple(z.shape))
     xi = torch.as_tensor(np.asarray(xi, dtype=float))
     if kind == "full":
@@ -364,8 +359,8 @@ def hutchinson_probe_autograd(model, X, kind: str = "full", generator: np.random
 
 def gaussian_mixture(n: int, C: int, dim: int, generator: np.random.Generator, spread: float = 2.0):
     """``n`` points from ``C`` Gaussian classes with random means (scale ``spread``) and unit noise."""
-    n, C, dim = _pos_int(n, "n"), _pos_int(C, "C"), _pos_int(dim, "dim")
-    _check_gen(generator)
+    n, C, dim = positive_int(n, "n"), positive_int(C, "C"), positive_int(dim, "dim")
+    check_generator(generator, "generator")
     means = spread * generator.standard_normal((C, dim))
     y = generator.integers(0, C, n)
     return means[y] + generator.standard_normal((n, dim)), y
@@ -378,7 +373,7 @@ def train(model, X, y, steps: int = 300, lr: float = 1e-2):
     Xt = torch.as_tensor(np.asarray(X), dtype=torch.float64)
     yt = torch.as_tensor(np.asarray(y), dtype=torch.long)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
-    for _ in range(_pos_int(steps, "steps")):
+    for _ in range(positive_int(steps, "steps")):
         opt.zero_grad()
         torch.nn.functional.cross_entropy(model(Xt), yt).backward()
         opt.step()

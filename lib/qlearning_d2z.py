@@ -24,16 +24,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .validate import check_generator, positive_int
+
 # Moves: up, right, down, left as (row, column) offsets.
 _MOVES = np.array([(-1, 0), (0, 1), (1, 0), (0, -1)])
 
 
-def _check_rng(rng):
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
 
 
-def _positive_int(value, name):
+def positive_int(value, name):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
     return int(value)
@@ -69,7 +68,7 @@ class GridMDP:
     noise_df: float | None = None
 
     def __post_init__(self):
-        self.size = _positive_int(self.size, "size")
+        self.size = positive_int(self.size, "size")
         if not (0.0 < self.gamma < 1.0):
             raise ValueError(f"gamma must be in (0, 1), got {self.gamma}")
         if not (0.0 <= self.slip <= 1.0):
@@ -223,7 +222,7 @@ def step_sizes(kind: str, n: int, eta: float, nu: float = 1.0, alpha: float | No
     ``"const"``: :math:`\eta`; ``"poly"``: :math:`\eta t^{-\alpha}`;
     ``"pd2z"``: :math:`\eta(1-t/n)^\nu` (LD2Z is ``nu=1``), so :math:`\eta_{n,n}=0`.
     """
-    n = _positive_int(n, "n")
+    n = positive_int(n, "n")
     if not (0 < eta <= 1):
         raise ValueError(f"eta must be in (0, 1], got {eta}")
     t = np.arange(1, n + 1, dtype=float)
@@ -242,7 +241,7 @@ def step_sizes(kind: str, n: int, eta: float, nu: float = 1.0, alpha: float | No
 
 def tail_length(n: int, nu: float = 1.0, c: float = 1.0) -> int:
     r"""Tail-averaging window :math:`m_n = \lfloor c\, n^{\nu/(\nu+1)} \rfloor` (Thm 3.5)."""
-    n = _positive_int(n, "n")
+    n = positive_int(n, "n")
     if not (nu > 0 and c > 0):
         raise ValueError(f"nu and c must be > 0, got nu={nu}, c={c}")
     return int(min(n, max(1, np.floor(c * n ** (nu / (nu + 1)) + 1e-9))))
@@ -285,8 +284,8 @@ def run_sync_q(mdp: GridMDP, etas, n_chains: int, rng: np.random.Generator, Q0=N
     if not isinstance(mdp, GridMDP):
         raise TypeError(f"mdp must be a GridMDP, got {type(mdp).__name__}")
     etas = _check_etas(etas)
-    n_chains = _positive_int(n_chains, "n_chains")
-    _check_rng(rng)
+    n_chains = positive_int(n_chains, "n_chains")
+    check_generator(rng)
     n, d = etas.size, mdp.d
     if tail_m is not None and not (1 <= tail_m <= n):
         raise ValueError(f"tail_m must be in [1, n={n}], got {tail_m}")
@@ -417,8 +416,8 @@ def simulate_Y(G, Gamma, etas, n_chains: int, rng: np.random.Generator,
     """
     G, Gamma = _check_G_Gamma(G, Gamma)
     etas = _check_etas(etas)
-    n_chains = _positive_int(n_chains, "n_chains")
-    _check_rng(rng)
+    n_chains = positive_int(n_chains, "n_chains")
+    check_generator(rng)
     if np.any(np.abs(Gamma - np.diag(np.diag(Gamma))) > 0):
         raise ValueError("Gamma must be diagonal")
     sd = np.sqrt(np.clip(np.diag(Gamma), 0, None))
@@ -468,9 +467,9 @@ def brownian_tail_statistic(G, Gamma, L: int, n_chains: int, rng: np.random.Gene
     r"""The same statistic for the Brownian (FCLT) surrogate: partial sums of i.i.d.
     :math:`G^{-1}\aleph_l`, :math:`l=1..L` (what a functional CLT would use)."""
     G, Gamma = _check_G_Gamma(G, Gamma)
-    L = _positive_int(L, "L")
-    n_chains = _positive_int(n_chains, "n_chains")
-    _check_rng(rng)
+    L = positive_int(L, "L")
+    n_chains = positive_int(n_chains, "n_chains")
+    check_generator(rng)
     sd = np.sqrt(np.clip(np.diag(Gamma), 0, None))
     Ginv_T = np.linalg.inv(G).T
     incr = (rng.standard_normal((n_chains, L, G.shape[0])) * sd) @ Ginv_T
