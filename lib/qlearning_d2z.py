@@ -30,14 +30,6 @@ from .validate import check_generator, positive_int
 _MOVES = np.array([(-1, 0), (0, 1), (1, 0), (0, -1)])
 
 
-
-
-def positive_int(value, name):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
-    return int(value)
-
-
 @dataclass
 class GridMDP:
     """A slippery grid world with two teleporting special states.
