@@ -1,0 +1,619 @@
+r"""Gaussian mean estimation from coarse data (chapter 03).
+
+Paper: A. Kalavasis, A. Mehrotra, M. Zampetakis, F. Zhou, Z. Zhu, *Mean Estimation from Coarse
+Data: Characterizations and Efficient Algorithms*, ICLR 2026 (arXiv:2602.23341).
+
+A hidden sample :math:`x\sim\mathcal N(\mu^\star,I_d)` is observed only through the cell
+:math:`P\ni x` of a partition :math:`\mathcal P`. The population negative log-likelihood is
+:math:`L(\mu)=\mathbb E_{P\sim\mathcal N_{\mathcal P}(\mu^\star)}[-\log\mathcal N(\mu,I;P)]`, with gradient
+:math:`\mu-\mathbb E_P\,m_P(\mu)` (:math:`m_P` the mean of the Gaussian truncated to ``P``).
+
+Two kinds of partitions:
+
+- :class:`GridPartition`: products of intervals (a rounding grid), optionally in a rotated
+  frame; cell probabilities, moments and truncated samples are exact (``log_ndtr``).
+- :class:`HyperplanePartition`: the cells of an arrangement ``sign(W x - b)``; cell
+  probabilities and moments by Monte Carlo bucketing with common random numbers, exact
+  truncated samples by pooled rejection, and a coordinate Gibbs sampler for comparison.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from .validate import check_generator, positive_int
+
+
+# --------------------------------------------------------------------------- helpers
+def _as_mu(mu, d: int, name: str = "mu") -> np.ndarray:
+    mu = np.asarray(mu, dtype=float)
+    if mu.shape != (d,) or not np.all(np.isfinite(mu)):
+        raise ValueError(f"{name} must be a finite vector of length {d}, got shape {mu.shape}")
+    return mu
+
+
+def _as_points(X, d: int, name: str = "X") -> np.ndarray:
+    X = np.asarray(X, dtype=float)
+    if X.ndim == 1:
+        X = X[None, :]
+    if X.ndim != 2 or X.shape[1] != d:
+        raise ValueError(f"{name} must have shape (N, {d}), got {X.shape}")
+    return X
+
+
+def log_diff_ndtr(a, b):
+    r"""``log(Phi(b) - Phi(a))`` for ``a < b`` without underflow, also far in the tails."""
+    a, b = np.broadcast_arrays(np.asarray(a, dtype=float), np.asarray(b, dtype=float))
+    # use the upper tail when both ends are positive: Phi(b)-Phi(a) = Phi(-a)-Phi(-b)
+    flip = a > 0
+    lo = np.where(flip, -b, a)
+    hi = np.where(flip, -a, b)
+    lhi, llo = special.log_ndtr(hi), special.log_ndtr(lo)
+    with np.errstate(divide="ignore"):
+        return lhi + np.log1p(-np.exp(llo - lhi))
+
+
+def tv_gauss(mu1, mu2) -> float:
+    r"""Total variation between :math:`\mathcal N(\mu_1,I)` and :math:`\mathcal N(\mu_2,I)`: :math:`2\Phi(\|\mu_1-\mu_2\|/2)-1`."""
+    mu1, mu2 = np.asarray(mu1, dtype=float), np.asarray(mu2, dtype=float)
+    if mu1.shape != mu2.shape or mu1.ndim != 1:
+        raise ValueError(f"mu1 and mu2 must be vectors of the same length, got {mu1.shape} and {mu2.shape}")
+    r = np.linalg.norm(mu1 - mu2)
+    # 2 Phi(r/2) - 1 = erf(r / (2 sqrt 2)), accurate for small r
+    return float(special.erf(r / (2 * np.sqrt(2))))
+
+
+# --------------------------------------------------------------------------- grids
+class GridPartition:
+    """Cells are products of intervals ``(e_{j,k-1}, e_{j,k}]`` in the frame ``z = Q^T x``.
+
+    Parameters
+    ----------
+    edges : list of d increasing 1-d arrays
+        Interior cut points per coordinate; coordinate ``j`` has ``len(edges[j]) + 1`` intervals,
+        the outer two unbounded.
+    rotation : (d, d) orthogonal matrix, optional
+        ``Q``; the grid is axis-aligned in ``z = Q^T x``. Default: the identity.
+
+    Cells are numbered by the flat (C-order) index of their interval multi-index.
+    """
+
+    def __init__(self, edges, rotation=None):
+        if not isinstance(edges, (list, tuple)) or len(edges) == 0:
+            raise TypeError("edges must be a non-empty list of 1-d arrays, one per coordinate")
+        self.edges = []
+        for j, e in enumerate(edges):
+            e = np.asarray(e, dtype=float)
+            if e.ndim != 1 or e.size == 0 or not np.all(np.isfinite(e)):
+                raise ValueError(f"edges[{j}] must be a non-empty finite 1-d array")
+            if np.any(np.diff(e) <= 0):
+                raise ValueError(f"edges[{j}] must be strictly increasing (cells must not overlap or be empty)")
+            self.edges.append(e)
+        self.d = len(self.edges)
+        if rotation is None:
+            self.Q = np.eye(self.d)
+        else:
+            Q = np.asarray(rotation, dtype=float)
+            if Q.shape != (self.d, self.d) or not np.allclose(Q.T @ Q, np.eye(self.d), atol=1e-10):
+                raise ValueError(f"rotation must be an orthogonal {self.d}x{self.d} matrix")
+            self.Q = Q
+        self.shape = tuple(e.size + 1 for e in self.edges)
+        self.n_cells = int(np.prod(self.shape))
+        self._bounds = [np.concatenate([[-np.inf], e, [np.inf]]) for e in self.edges]
+
+    # geometry
+    def cell_id(self, X) -> np.ndarray:
+        """Cell index of each row of ``X``."""
+        Z = _as_points(X, self.d) @ self.Q
+        idx = [np.searchsorted(self.edges[j], Z[:, j], side="left") for j in range(self.d)]
+        return np.ravel_multi_index(idx, self.shape)
+
+    def _check_cells(self, cells) -> np.ndarray:
+        cells = np.asarray(cells)
+        if not np.issubdtype(cells.dtype, np.integer) or np.any(cells < 0) or np.any(cells >= self.n_cells):
+            raise ValueError(f"cells must be integer cell indices in [0, {self.n_cells})")
+        return cells
+
+    def cell_bounds(self, cells):
+        """Lower and upper bounds ``(N, d)`` of each cell in the rotated frame."""
+        cells = self._check_cells(np.atleast_1d(cells))
+        idx = np.unravel_index(cells, self.shape)
+        lo = np.stack([self._bounds[j][idx[j]] for j in range(self.d)], axis=1)
+        hi = np.stack([self._bounds[j][idx[j] + 1] for j in range(self.d)], axis=1)
+        return lo, hi
+
+    # exact probabilities and moments
+    def log_prob(self, mu, cells) -> np.ndarray:
+        """Exact ``log N(mu, I; P)`` for each cell (stable far in the tails)."""
+        m = _as_mu(mu, self.d) @ self.Q
+        lo, hi = self.cell_bounds(cells)
+        return log_diff_ndtr(lo - m, hi - m).sum(axis=1)
+
+    def all_log_probs(self, mu) -> np.ndarray:
+        """``log N(mu, I; P)`` for every cell, in cell order."""
+        return self.log_prob(mu, np.arange(self.n_cells))
+
+    def cell_moments(self, mu, cells=None):
+        """Exact probability, mean and covariance (original frame) of the truncated Gaussian per cell."""
+        cells = np.arange(self.n_cells) if cells is None else self._check_cells(np.atleast_1d(cells))
+        m = _as_mu(mu, self.d) @ self.Q
+        lo, hi = self.cell_bounds(cells)
+        a, b = lo - m, hi - m
+        mean_z = stats.truncnorm.mean(a, b) + m
+        var_z = stats.truncnorm.var(a, b)
+        prob = np.exp(self.log_prob(mu, cells))
+        means = mean_z @ self.Q.T
+        covs = np.einsum("ij,nj,kj->nik", self.Q, var_z, self.Q)
+        return prob, means, covs
+
+    def sample_truncated(self, mu, cells, rng, R: float | None = None) -> np.ndarray:
+        """Exact draws from ``N(mu, I)`` truncated to each cell (intersected with ``|z_j| <= R``)."""
+        check_generator(rng)
+        m = _as_mu(mu, self.d) @ self.Q
+        lo, hi = self.cell_bounds(cells)
+        if R is not None:
+            if not R > 0:
+                raise ValueError(f"R must be positive, got {R}")
+            lo, hi = np.maximum(lo, -R), np.minimum(hi, R)
+            if np.any(lo >= hi):
+                raise ValueError("a requested cell does not meet the box B(0, R): increase R")
+        z = stats.truncnorm.rvs(lo - m, hi - m, loc=m, random_state=rng)
+        return np.atleast_2d(z) @ self.Q.T
+
+
+def fisher_grid_exact(partition: GridPartition, mu) -> np.ndarray:
+    r"""Exact Fisher information :math:`F=\sum_P p_P(m_P-\mu)(m_P-\mu)^\top` of a grid (coordinatewise in the frame)."""
+    if not isinstance(partition, GridPartition):
+        raise TypeError("partition must be a GridPartition")
+    mu = _as_mu(mu, partition.d)
+    m = mu @ partition.Q
+    diag = np.empty(partition.d)
+    for j, b in enumerate(partition._bounds):
+        a_, b_ = b[:-1] - m[j], b[1:] - m[j]
+        p = np.exp(log_diff_ndtr(a_, b_))
+        dphi = stats.norm.pdf(a_) - stats.norm.pdf(b_)        # p * (mean - m)
+        keep = p > 0
+        diag[j] = np.sum(dphi[keep] ** 2 / p[keep])
+    return partition.Q @ np.diag(diag) @ partition.Q.T
+
+
+# --------------------------------------------------------------------------- hyperplane arrangements
+class HyperplanePartition:
+    """Cells of the arrangement ``{x : sign(W x - b) = s}``, numbered by the bits of ``s``.
+
+    Parameters
+    ----------
+    W : (m, d) array of non-zero normals
+    b : (m,) offsets
+    """
+
+    def __init__(self, W, b):
+        W = np.asarray(W, dtype=float)
+        b = np.asarray(b, dtype=float)
+        if W.ndim != 2 or W.shape[0] < 1:
+            raise ValueError(f"W must be an (m, d) matrix of normals, got shape {W.shape}")
+        if b.shape != (W.shape[0],):
+            raise ValueError(f"b must have shape ({W.shape[0]},), got {b.shape}")
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+            raise ValueError("W and b must be finite")
+        if np.any(np.linalg.norm(W, axis=1) == 0):
+            raise ValueError("W must not contain a zero normal")
+        if W.shape[0] > 62:
+            raise ValueError("at most 62 hyperplanes (cells are numbered by 64-bit sign patterns)")
+        self.W, self.b = W, b
+        self.m, self.d = W.shape
+        self._pow = (1 << np.arange(self.m, dtype=np.int64))
+
+    def cell_id(self, X) -> np.ndarray:
+        X = _as_points(X, self.d)
+        return ((X @ self.W.T - self.b) > 0).astype(np.int64) @ self._pow
+
+    def signs(self, cell: int) -> np.ndarray:
+        """The sign vector ``s`` in ``{-1, +1}^m`` of a cell."""
+        return np.where((int(cell) >> np.arange(self.m)) & 1, 1.0, -1.0)
+
+    def normal_rank(self) -> int:
+        return int(np.linalg.matrix_rank(self.W))
+
+    # Monte Carlo with common random numbers
+    def cell_moments(self, mu, n_mc: int, rng, *, base=None):
+        """Per-cell ``(cells, prob, mean, cov, count)`` from ``n_mc`` draws of ``N(mu, I)``.
+
+        ``base`` (``(n_mc, d)`` standard normals) may be passed to use common random numbers.
+        """
+        mu = _as_mu(mu, self.d)
+        if base is None:
+            check_generator(rng)
+            base = rng.standard_normal((positive_int(n_mc, "n_mc"), self.d))
+        X = base + mu
+        ids = self.cell_id(X)
+        cells, inv, counts = np.unique(ids, return_inverse=True, return_counts=True)
+        N = X.shape[0]
+        sums = np.zeros((cells.size, self.d))
+        np.add.at(sums, inv, X)
+        means = sums / counts[:, None]
+        D = X - means[inv]
+        covs = np.zeros((cells.size, self.d, self.d))
+        np.add.at(covs, inv, D[:, :, None] * D[:, None, :])
+        covs /= np.maximum(counts - 1, 1)[:, None, None]
+        return cells, counts / N, means, covs, counts
+
+    def log_prob(self, mu, cells, *, base) -> np.ndarray:
+        """Monte Carlo ``log N(mu, I; P)`` from the standard-normal sample ``base`` (common random numbers).
+
+        Cells without a hit get ``-inf``.
+        """
+        mu = _as_mu(mu, self.d)
+        base = _as_points(base, self.d, "base")
+        ids = self.cell_id(base + mu)
+        uniq, counts = np.unique(ids, return_counts=True)
+        cells = np.atleast_1d(np.asarray(cells))
+        pos = np.searchsorted(uniq, cells)
+        pos = np.minimum(pos, uniq.size - 1)
+        found = uniq[pos] == cells
+        p = np.where(found, counts[pos] / base.shape[0], 0.0)
+        with np.errstate(divide="ignore"):
+            return np.log(p)
+
+    def sample_truncated(self, mu, cells, rng, R: float | None = None, *, pool: int = 20000,
+                         max_pools: int = 200, fallback_sweeps: int = 200, stats_out: dict | None = None):
+        """Exact draws from ``N(mu, I)`` truncated to each requested cell (and to ``B_inf(0, R)``).
+
+        A pool of ``pool`` Gaussian points is bucketed by cell and each request takes a distinct point
+        of its bucket (new pools serve what is left); conditioning an i.i.d. Gaussian point on its cell
+        gives an exact draw, and no point is used twice, so the answers are independent. Requests whose bucket stays empty after ``max_pools`` pools fall back to a coordinate
+        Gibbs chain (``fallback_sweeps`` sweeps from the Chebyshev centre); their number is added to
+        ``stats_out["fallback"]`` when a dict is given.
+        """
+        check_generator(rng)
+        mu = _as_mu(mu, self.d)
+        cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))
+        if R is not None and not R > 0:
+            raise ValueError(f"R must be positive, got {R}")
+        out = np.full((cells.size, self.d), np.nan)
+        todo = np.arange(cells.size)
+        for _ in range(max_pools):
+            if todo.size == 0:
+                break
+            X = rng.standard_normal((pool, self.d)) + mu
+            if R is not None:
+                X = X[np.all(np.abs(X) <= R, axis=1)]
+            ids = self.cell_id(X)
+            order = np.argsort(ids, kind="stable")
+            sorted_ids = ids[order]
+            want = cells[todo]
+            start = np.searchsorted(sorted_ids, want, side="left")
+            stop = np.searchsorted(sorted_ids, want, side="right")
+            # the r-th request for a cell gets the r-th pool point of that cell: every point is used at
+            # most once, so the answers are independent (pool points are i.i.d., hence exchangeable)
+            by_cell = np.argsort(want, kind="stable")
+            first = np.searchsorted(want[by_cell], want[by_cell], side="left")
+            rank = np.empty_like(by_cell)
+            rank[by_cell] = np.arange(by_cell.size) - first
+            ok = rank < stop - start
+            out[todo[ok]] = X[order[start[ok] + rank[ok]]]
+            todo = todo[~ok]
+        if todo.size:
+            if stats_out is not None:
+                stats_out["fallback"] = stats_out.get("fallback", 0) + int(todo.size)
+            for cell in np.unique(cells[todo]):
+                rows = todo[cells[todo] == cell]
+                out[rows] = gibbs_sample(self, mu, int(cell), rows.size, fallback_sweeps, rng,
+                                         R=R if R is not None else 50.0)
+        return out
+
+
+def chebyshev_centre(partition: HyperplanePartition, cell: int, R: float):
+    """Centre and radius of the largest ball in ``cell ∩ B_inf(0, R)`` (``scipy.optimize.linprog``)."""
+    if not isinstance(partition, HyperplanePartition):
+        raise TypeError("partition must be a HyperplanePartition")
+    s = partition.signs(cell)
+    W, b, d = partition.W, partition.b, partition.d
+    norms = np.linalg.norm(W, axis=1)
+    # s_i (w_i x - b_i) >= r |w_i|   <=>   -s_i w_i x + r |w_i| <= -s_i b_i
+    A = np.hstack([-(s[:, None] * W), norms[:, None]])
+    ub = -s * b
+    box = np.vstack([np.hstack([np.eye(d), np.ones((d, 1))]), np.hstack([-np.eye(d), np.ones((d, 1))])])
+    A = np.vstack([A, box])
+    ub = np.concatenate([ub, np.full(2 * d, R)])
+    res = optimize.linprog(np.r_[np.zeros(d), -1.0], A_ub=A, b_ub=ub,
+                           bounds=[(None, None)] * d + [(0, None)], method="highs")
+    if not res.success or res.x[-1] <= 0:
+        raise ValueError(f"cell {cell} has empty interior inside B(0, {R})")
+    return res.x[:d], float(res.x[-1])
+
+
+def gibbs_sample(partition: HyperplanePartition, mu, cell: int, n_chains: int, n_sweeps: int, rng,
+                 *, R: float = 50.0, start=None) -> np.ndarray:
+    """Coordinate Gibbs sampling of ``N(mu, I)`` on ``cell ∩ B_inf(0, R)``, ``n_chains`` chains in parallel.
+
+    Each coordinate is redrawn from its exact 1-d truncated normal given the others. Chains
+    start at ``start`` (default: the Chebyshev centre) and the state after ``n_sweeps`` sweeps is
+    returned. With too few sweeps the draws are biased toward the start.
+    """
+    if not isinstance(partition, HyperplanePartition):
+        raise TypeError("partition must be a HyperplanePartition")
+    check_generator(rng)
+    mu = _as_mu(mu, partition.d)
+    n_chains, n_sweeps = positive_int(n_chains, "n_chains"), positive_int(n_sweeps, "n_sweeps")
+    if start is None:
+        start, _ = chebyshev_centre(partition, cell, R)
+    s = partition.signs(cell)
+    W, b = partition.W, partition.b
+    X = np.tile(np.asarray(start, dtype=float), (n_chains, 1))
+    for _ in range(n_sweeps):
+        for j in range(partition.d):
+            rest = X @ W.T - np.outer(X[:, j], W[:, j]) - b          # (chains, m)
+            coef = s * W[:, j]                                       # s_i w_ij
+            with np.errstate(divide="ignore", invalid="ignore"):
+                bound = -(s * rest) / coef                           # s_i(w_ij x + rest_i) > 0
+            lo = np.max(np.where(coef > 0, bound, -np.inf), axis=1, initial=-R)
+            hi = np.min(np.where(coef < 0, bound, np.inf), axis=1, initial=R)
+            X[:, j] = stats.truncnorm.rvs(lo - mu[j], hi - mu[j], loc=mu[j], random_state=rng)
+    return X
+
+
+def slab_partition(d: int, m: int, rank: int, rng, *, offset_scale: float = 1.0):
+    """A random arrangement of ``m`` hyperplanes whose normals span a ``rank``-dim subspace.
+
+    Returns ``(partition, V)`` where the columns of ``V`` span the directions along which every cell
+    is a slab (the orthogonal complement of the normals). ``rank = d`` gives a generic arrangement.
+    """
+    d, m, rank = positive_int(d, "d"), positive_int(m, "m"), positive_int(rank, "rank")
+    if rank > d:
+        raise ValueError(f"rank must be at most d = {d}, got {rank}")
+    check_generator(rng)
+    Q, _ = np.linalg.qr(rng.standard_normal((d, d)))
+    W = rng.standard_normal((m, rank)) @ Q[:, :rank].T
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    b = offset_scale * rng.standard_normal(m)
+    return HyperplanePartition(W, b), Q[:, rank:]
+
+
+# --------------------------------------------------------------------------- likelihood and information
+def coarse_nll(partition, mu, cells, *, base=None) -> float:
+    """Average negative log-likelihood of observed cells (exact for grids; common-random-number MC otherwise)."""
+    if isinstance(partition, GridPartition):
+        return float(-np.mean(partition.log_prob(mu, cells)))
+    if isinstance(partition, HyperplanePartition):
+        if base is None:
+            raise ValueError("base (standard normal draws) is required for a HyperplanePartition")
+        return float(-np.mean(partition.log_prob(mu, cells, base=base)))
+    raise TypeError("partition must be a GridPartition or a HyperplanePartition")
+
+
+def population_nll(partition: GridPartition, mu_star, mu) -> float:
+    r"""Exact :math:`L(\mu)=-\sum_P N(\mu^\star;P)\log N(\mu;P)` for a grid."""
+    if not isinstance(partition, GridPartition):
+        raise TypeError("partition must be a GridPartition (exact sums over cells)")
+    p_star = np.exp(partition.all_log_probs(mu_star))
+    lp = partition.all_log_probs(mu)
+    keep = p_star > 0
+    return float(-np.sum(p_star[keep] * lp[keep]))
+
+
+def kl_coarse(partition: GridPartition, mu_star, mu) -> float:
+    """Exact discrete KL between the coarse laws, from cell probabilities (``scipy.special.rel_entr``)."""
+    if not isinstance(partition, GridPartition):
+        raise TypeError("partition must be a GridPartition (exact sums over cells)")
+    d = partition.d
+    mu_star, mu = _as_mu(mu_star, d, "mu_star"), _as_mu(mu, d)
+    # probabilities by plain CDF differences per coordinate (a second code path to log_prob), taken in the
+    # lower tail for cells above the mean so that no difference of two numbers near 1 is formed
+    def probs(m):
+        z = m @ partition.Q
+        per = []
+        for j in range(d):
+            lo, hi = partition._bounds[j][:-1] - z[j], partition._bounds[j][1:] - z[j]
+            per.append(np.where(lo > 0, special.ndtr(-lo) - special.ndtr(-hi), special.ndtr(hi) - special.ndtr(lo)))
+        out = per[0]
+        for q in per[1:]:
+            out = np.multiply.outer(out, q)
+        return out.ravel()
+    return float(np.sum(special.rel_entr(probs(mu_star), probs(mu))))
+
+
+def tv_coarse(partition: GridPartition, mu_star, mu) -> float:
+    """Total variation between the coarse laws of a grid (exact)."""
+    if not isinstance(partition, GridPartition):
+        raise TypeError("partition must be a GridPartition (exact sums over cells)")
+    p = np.exp(partition.all_log_probs(mu_star))
+    q = np.exp(partition.all_log_probs(mu))
+    return float(0.5 * np.abs(p - q).sum())
+
+
+def alpha_ratio(partition: GridPartition, mu_star, mus) -> np.ndarray:
+    r"""The ratios :math:`d_{TV}(\mathcal N_{\mathcal P}(\mu^\star),\mathcal N_{\mathcal P}(\mu))/d_{TV}(\mathcal N(\mu^\star),\mathcal N(\mu))` for each row of ``mus``."""
+    mus = _as_points(mus, partition.d, "mus")
+    mu_star = _as_mu(mu_star, partition.d, "mu_star")
+    out = np.empty(mus.shape[0])
+    for i, mu in enumerate(mus):
+        tv = tv_gauss(mu_star, mu)
+        if tv == 0:
+            raise ValueError("mus must differ from mu_star (the ratio is undefined at mu_star)")
+        out[i] = tv_coarse(partition, mu_star, mu) / tv
+    return out
+
+
+def fisher_information(partition, mu, n_mc: int, rng):
+    r"""Monte Carlo Fisher information of one coarse sample, two ways.
+
+    ``F_means`` :math:`=\sum_Pp_P(m_P-\mu)(m_P-\mu)^\top` (covariance of the conditional mean) and
+    ``F_cov`` :math:`=I-\sum_Pp_PC_P` (one minus the average conditional covariance), from two
+    independent samples of size ``n_mc``. For grids use :func:`fisher_grid_exact`.
+    """
+    if not isinstance(partition, HyperplanePartition):
+        raise TypeError("partition must be a HyperplanePartition (use fisher_grid_exact for grids)")
+    check_generator(rng)
+    n_mc = positive_int(n_mc, "n_mc")
+    mu = _as_mu(mu, partition.d)
+    _, p, means, _, _ = partition.cell_moments(mu, n_mc, rng)
+    D = means - mu
+    F_means = np.einsum("n,ni,nj->ij", p, D, D)
+    _, p2, _, covs, counts = partition.cell_moments(mu, n_mc, rng)
+    # the per-cell covariance uses the unbiased divisor; weight by counts/N
+    F_cov = np.eye(partition.d) - np.einsum("n,nij->ij", (counts - 1).clip(min=0) / counts.sum(), covs)
+    return F_means, F_cov
+
+
+# --------------------------------------------------------------------------- estimators
+def psgd_coarse_mean(partition, cells, D: float, R: float, epochs: int, batch: int, c: float, rng, *,
+                     tail: float | None = None, stats_out: dict | None = None) -> np.ndarray:
+    r"""Projected SGD on the coarse negative log-likelihood with an exact sampling oracle.
+
+    Step ``t`` takes a minibatch of observed cells, draws ``y ~ N(mu, I)`` truncated to each cell
+    ``∩ B_inf(0, R)`` (the oracle), and updates ``mu <- Proj_{||mu||_inf <= D}(mu - eta_t (mu - mean y))``
+    with ``eta_t = c / sqrt(t)``. Returns the average of the iterates of the last epoch (or of the
+    last fraction ``tail`` of the steps).
+    """
+    check_generator(rng)
+    cells = np.asarray(cells)
+    if cells.ndim != 1 or cells.size == 0:
+        raise ValueError("cells must be a non-empty 1-d array of observed cell indices")
+    if not D > 0:
+        raise ValueError(f"D must be positive, got {D}")
+    if not R >= D:
+        raise ValueError(f"R must be at least D (the box must contain the warm-start region), got R={R}, D={D}")
+    if not c > 0:
+        raise ValueError(f"c must be a positive step-size constant, got {c}")
+    epochs, batch = positive_int(epochs, "epochs"), positive_int(batch, "batch")
+    n = cells.size
+    steps_per_epoch = int(np.ceil(n / batch))
+    total = epochs * steps_per_epoch
+    keep_from = total - (steps_per_epoch if tail is None else max(1, int(round(tail * total))))
+    mu = np.zeros(partition.d)
+    acc, n_acc, t = np.zeros(partition.d), 0, 0
+    for _ in range(epochs):
+        perm = rng.permutation(n)
+        for s in range(steps_per_epoch):
+            t += 1
+            idx = perm[s * batch:(s + 1) * batch]
+            if isinstance(partition, HyperplanePartition):
+                y = partition.sample_truncated(mu, cells[idx], rng, R=R, stats_out=stats_out)
+            else:
+                y = partition.sample_truncated(mu, cells[idx], rng, R=R)
+            mu = np.clip(mu - (c / np.sqrt(t)) * (mu - y.mean(axis=0)), -D, D)
+            if t > keep_from:
+                acc += mu
+                n_acc += 1
+    return acc / n_acc
+
+
+def mle_grid(partition: GridPartition, cells, *, x0=None) -> np.ndarray:
+    """Exact maximum-likelihood mean from grid cells (L-BFGS with the closed-form gradient)."""
+    if not isinstance(partition, GridPartition):
+        raise TypeError("partition must be a GridPartition")
+    cells = partition._check_cells(np.atleast_1d(cells))
+    lo, hi = partition.cell_bounds(cells)
+    Q = partition.Q
+
+    def f(mu):
+        m = mu @ Q
+        a, b = lo - m, hi - m
+        ll = log_diff_ndtr(a, b)
+        # d/dm log(Phi(b)-Phi(a)) = (phi(a) - phi(b)) / (Phi(b)-Phi(a)), via logs
+        with np.errstate(over="ignore", invalid="ignore"):
+            ga = np.where(np.isfinite(a), np.exp(stats.norm.logpdf(a) - ll), 0.0)
+            gb = np.where(np.isfinite(b), np.exp(stats.norm.logpdf(b) - ll), 0.0)
+        grad_m = (ga - gb).sum(axis=0)
+        return -ll.sum(), -(Q @ grad_m)
+
+    x0 = np.zeros(partition.d) if x0 is None else _as_mu(x0, partition.d, "x0")
+    res = optimize.minimize(f, x0, jac=True, method="L-BFGS-B")
+    return res.x
+
+
+def interval_regression_mle(X, lo, hi) -> np.ndarray:
+    r"""MLE of ``w`` in ``y* = w^T x + xi``, ``xi ~ N(0, 1)``, from ``y* in [lo, hi]`` (exact when ``lo == hi``).
+
+    Log-likelihood: ``log phi(y - w^T x)`` for exact rows and ``log(Phi(hi - w^T x) - Phi(lo - w^T x))``
+    for interval rows (infinite ends allowed); concave in ``w``.
+    """
+    X = np.asarray(X, dtype=float)
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    if X.ndim != 2:
+        raise ValueError(f"X must be an (n, d) matrix, got shape {X.shape}")
+    if lo.shape != (X.shape[0],) or hi.shape != (X.shape[0],):
+        raise ValueError(f"lo and hi must have shape ({X.shape[0]},)")
+    if np.any(lo > hi) or np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
+        raise ValueError("every interval must have lo <= hi")
+    exact = lo == hi
+    if np.any(~np.isfinite(lo[exact])):
+        raise ValueError("exact observations (lo == hi) must be finite")
+    Xe, ye, Xi, li, ui = X[exact], lo[exact], X[~exact], lo[~exact], hi[~exact]
+    if exact.all():
+        return np.linalg.lstsq(X, lo, rcond=None)[0]
+
+    def f(w):
+        r = ye - Xe @ w
+        val = 0.5 * r @ r
+        grad = -(Xe.T @ r)
+        m = Xi @ w
+        a, b = li - m, ui - m
+        ll = log_diff_ndtr(a, b)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ga = np.where(np.isfinite(a), np.exp(stats.norm.logpdf(a) - ll), 0.0)
+            gb = np.where(np.isfinite(b), np.exp(stats.norm.logpdf(b) - ll), 0.0)
+        val -= ll.sum()
+        grad -= Xi.T @ (ga - gb)
+        return val, grad
+
+    w0 = np.linalg.lstsq(X, np.where(exact, lo, np.where(np.isfinite(lo) & np.isfinite(hi),
+                                                          0.5 * (lo + hi), 0.0)), rcond=None)[0]
+    res = optimize.minimize(f, w0, jac=True, method="L-BFGS-B", options=dict(maxiter=500, gtol=1e-10))
+    return res.x
+
+
+def friction_data(n: int, w_star, band, rng):
+    """Rosett friction data: ``x ~ N(0, I)``, ``y* = w*^T x + N(0,1)``; inside ``band`` only the band is seen.
+
+    Returns ``(X, lo, hi, y_star)`` with ``lo = hi = y*`` outside the band.
+    """
+    n = positive_int(n, "n")
+    check_generator(rng)
+    w_star = np.asarray(w_star, dtype=float)
+    if w_star.ndim != 1:
+        raise ValueError("w_star must be a 1-d vector")
+    l, u = band
+    if not l < u:
+        raise ValueError(f"band must be an interval (l, u) with l < u, got {band}")
+    X = rng.standard_normal((n, w_star.size))
+    y = X @ w_star + rng.standard_normal(n)
+    inside = (y >= l) & (y <= u)
+    lo = np.where(inside, l, y)
+    hi = np.where(inside, u, y)
+    return X, lo, hi, y
+
+
+def interval_regression_sgd(X, lo, hi, epochs: int, batch: int, c: float, rng) -> np.ndarray:
+    r"""The same likelihood-SGD for friction regression: the oracle imputes ``y ~ N(w^T x, 1)`` on ``[lo, hi]``.
+
+    The stochastic gradient of the negative log-likelihood is ``x (w^T x - y)`` with ``y`` the exact
+    observation or a draw from the truncated normal; steps ``c / sqrt(t)``, last-epoch average.
+    """
+    X = np.asarray(X, dtype=float)
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    check_generator(rng)
+    epochs, batch = positive_int(epochs, "epochs"), positive_int(batch, "batch")
+    if not c > 0:
+        raise ValueError(f"c must be positive, got {c}")
+    n, d = X.shape
+    exact = lo == hi
+    w = np.zeros(d)
+    steps = int(np.ceil(n / batch))
+    acc, t = np.zeros(d), 0
+    for e in range(epochs):
+        perm = rng.permutation(n)
+        for s in range(steps):
+            t += 1
+            idx = perm[s * batch:(s + 1) * batch]
+            m = X[idx] @ w
+            y = lo[idx].copy()
+            iv = ~exact[idx]
+            if iv.any():
+                y[iv] = stats.truncnorm.rvs(lo[idx][iv] - m[iv], hi[idx][iv] - m[iv], loc=m[iv], random_state=rng)
+            w = w - (c / np.sqrt(t)) * (X[idx].T @ (m - y)) / idx.size
+            if e == epochs - 1:
+                acc += w
+    return acc / steps
