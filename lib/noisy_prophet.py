@@ -1,0 +1,437 @@
+r"""Prophet inequalities with noisy linear rewards (chapter 16).
+
+Paper: J. Kim, V. Perchet, *Learning in Prophet Inequalities with Noisy Observations*, ICLR 2026
+(arXiv:2604.01789, OpenReview ``TOyf8Z4y22``).
+
+At step :math:`i` a gambler sees a feature :math:`x_i\sim D_{x,i}` (known law) and a noisy signal
+:math:`y_i=x_i^\top\theta+\eta_i`; stopping at :math:`\tau` pays :math:`X_\tau=x_\tau^\top\theta`. With a ridge estimate
+:math:`\hat\theta=V^{-1}\sum y_tx_t`, :math:`V=\beta I+\sum x_tx_t^\top`, the policies threshold the lower confidence
+bound
+
+.. math::
+    X^{LCB}(x)=x^\top\hat\theta-\rho\,\|x\|_{V^{-1}} .
+
+Everything here is vectorised over independent runs (axis 0). Features of the i.i.d.
+environment are uniform on :math:`[0,a]^d`, :math:`a=1/\sqrt d`, as in the official code; the
+non-i.i.d. environment draws a box per step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import integrate, optimize, stats
+
+from .validate import check_generator, positive_int
+
+
+# --------------------------------------------------------------------------- checks
+def _check_sigma(sigma) -> float:
+    sigma = float(sigma)
+    if not np.isfinite(sigma) or sigma < 0:
+        raise ValueError(f"sigma must be a non-negative noise level, got {sigma}")
+    return sigma
+
+
+def _check_horizon(n, ell):
+    n = positive_int(n, "n")
+    ell = int(ell)
+    if not 1 <= ell < n:
+        raise ValueError(f"ell must satisfy 1 <= ell < n = {n}, got {ell}")
+    return n, ell
+
+
+def default_ell(n: int) -> int:
+    r"""The paper's exploration length :math:`\ell_n=\lfloor n^{2/3}\rfloor`."""
+    return int(np.floor(positive_int(n, "n") ** (2 / 3)))
+
+
+# --------------------------------------------------------------------------- environments
+def make_theta(d: int, c: float, rng) -> np.ndarray:
+    r""":math:`\theta=c\,\theta_0`, :math:`\theta_0\sim U[0,1/\sqrt d]^d` (the code's draw, scaled by ``c``)."""
+    d = positive_int(d, "d")
+    check_generator(rng)
+    if not c > 0:
+        raise ValueError(f"c must be a positive reward scale, got {c}")
+    return c * rng.uniform(0, 1 / np.sqrt(d), size=d)
+
+
+def iid_features(shape, d: int, rng) -> np.ndarray:
+    """Features uniform on ``[0, 1/sqrt(d)]^d``, array of shape ``shape + (d,)``."""
+    return rng.uniform(0, 1 / np.sqrt(d), size=tuple(shape) + (d,))
+
+
+def make_noniid_boxes(n: int, d: int, rng, a: float | None = None):
+    """Per-step boxes ``[lo_i, hi_i]``: centres and widths ``U[0, a]^d``, clipped to ``[0, a]`` (``a = 1/sqrt d``)."""
+    n, d = positive_int(n, "n"), positive_int(d, "d")
+    check_generator(rng)
+    a = 1 / np.sqrt(d) if a is None else float(a)
+    centre = rng.uniform(0, a, size=(n, d))
+    width = rng.uniform(0, a, size=(n, d))
+    return np.clip(centre - width / 2, 0, a), np.clip(centre + width / 2, 0, a)
+
+
+def box_features(lo, hi, n_runs: int, rng) -> np.ndarray:
+    """One feature per step from its box, for ``n_runs`` runs: shape ``(n_runs, n, d)``."""
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    return lo + (hi - lo) * rng.random((positive_int(n_runs, "n_runs"),) + lo.shape)
+
+
+# --------------------------------------------------------------------------- estimation
+def ridge_fit(X, y, beta: float = 1.0):
+    r"""Batched ridge regression. ``X``: ``(R, l, d)``, ``y``: ``(R, l)``.
+
+    Returns ``(theta_hat, V, Vinv)`` with :math:`V=\beta I+X^\top X` and :math:`\hat\theta=V^{-1}X^\top y`.
+    """
+    X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+    if X.ndim == 2:
+        X, y = X[None], y[None]
+    if X.ndim != 3 or y.shape != X.shape[:2]:
+        raise ValueError(f"X must have shape (R, l, d) and y (R, l), got {X.shape} and {y.shape}")
+    if not beta > 0:
+        raise ValueError(f"beta must be positive, got {beta}")
+    d = X.shape[2]
+    V = beta * np.eye(d) + np.einsum("rli,rlj->rij", X, X)
+    Vinv = np.linalg.inv(V)
+    theta_hat = np.einsum("rij,rj->ri", Vinv, np.einsum("rli,rl->ri", X, y))
+    return theta_hat, V, Vinv
+
+
+def conf_radius(d: int, n: int, *, sigma: float | None = None, S: float | None = None, beta: float = 1.0,
+                L: float = 1.0, delta: float | None = None, mode: str = "code") -> float:
+    r"""Confidence radius :math:`\rho` of the LCB.
+
+    ``mode="code"``: :math:`\sqrt{d\log n}` (the official code; no :math:`\sigma`, no :math:`S`).
+    ``mode="oful"``: :math:`\sigma\sqrt{2\log(1/\delta)+d\log(1+nL/(\beta d))}+\sqrt{\beta S}` (Abbasi-Yadkori et al.,
+    2011), valid simultaneously for all :math:`x` with probability :math:`1-\delta` (default :math:`\delta=1/n`).
+    """
+    d, n = positive_int(d, "d"), positive_int(n, "n")
+    if mode == "code":
+        return float(np.sqrt(d * np.log(n)))
+    if mode == "oful":
+        if sigma is None or S is None:
+            raise ValueError("mode='oful' needs sigma and S")
+        sigma = _check_sigma(sigma)
+        if S < 0:
+            raise ValueError(f"S must be non-negative, got {S}")
+        delta = 1 / n if delta is None else float(delta)
+        if not 0 < delta < 1:
+            raise ValueError(f"delta must be in (0, 1), got {delta}")
+        return float(sigma * np.sqrt(2 * np.log(1 / delta) + d * np.log(1 + n * L / (beta * d))) + np.sqrt(beta * S))
+    raise ValueError(f"mode must be 'code' or 'oful', got {mode!r}")
+
+
+def lcb(Z, theta_hat, Vinv, rad: float) -> np.ndarray:
+    r""":math:`z^\top\hat\theta-\rho\|z\|_{V^{-1}}` for ``Z`` of shape ``(R, M, d)`` with per-run ``theta_hat (R, d)``, ``Vinv (R, d, d)``."""
+    Z = np.asarray(Z, dtype=float)
+    theta_hat, Vinv = np.asarray(theta_hat, dtype=float), np.asarray(Vinv, dtype=float)
+    if Z.ndim != 3 or theta_hat.shape != (Z.shape[0], Z.shape[2]) or Vinv.shape != (Z.shape[0],) + (Z.shape[2],) * 2:
+        raise ValueError(f"Z must be (R, M, d) with theta_hat (R, d) and Vinv (R, d, d); got {Z.shape}, "
+                         f"{theta_hat.shape}, {Vinv.shape}")
+    # explicit sums over the (small) feature dimension: much faster than batched matmuls with d = 2
+    d = Z.shape[2]
+    cols = [Z[..., i] for i in range(d)]
+    mean = sum(theta_hat[:, i, None] * cols[i] for i in range(d))
+    quad = sum(Vinv[:, i, i, None] * cols[i] ** 2 for i in range(d))
+    for i in range(d):
+        for j in range(i + 1, d):
+            quad = quad + 2 * Vinv[:, i, j, None] * cols[i] * cols[j]
+    return mean - rad * np.sqrt(np.maximum(quad, 0.0))
+
+
+def top_quantile(values, n: int) -> np.ndarray:
+    r"""The :math:`(1-1/n)` sample quantile along the last axis: the :math:`k`-th largest value, :math:`k=\lfloor M/n\rfloor`.
+
+    Requires :math:`M\ge20n` (with :math:`M=10^4` samples and :math:`n=10^5`, as in the official code, the
+    quantile collapses to the sample maximum).
+    """
+    values = np.asarray(values, dtype=float)
+    n = positive_int(n, "n")
+    M = values.shape[-1]
+    if M < 20 * n:
+        raise ValueError(f"values must hold at least 20 n = {20 * n} samples along the last axis, got {M}")
+    k = M // n
+    return np.partition(values, M - k, axis=-1)[..., M - k]
+
+
+def expected_stop_probability(n_decide: int, M: int, n: int) -> float:
+    r"""Exact stopping probability of a quantile rule calibrated on ``M`` fresh samples.
+
+    If the threshold is the :math:`k`-th largest of :math:`M` i.i.d. values (:math:`k=\lfloor M/n\rfloor`), each later
+    item passes with probability :math:`p\sim\mathrm{Beta}(k,M-k+1)`, independently given :math:`p`; so
+    :math:`\Pr[\text{stop}]=1-\mathbb E[(1-p)^{n'}]`, computed by quadrature. As :math:`M\to\infty` this tends to
+    :math:`1-(1-1/n)^{n'}`.
+    """
+    n_decide, M, n = positive_int(n_decide, "n_decide"), positive_int(M, "M"), positive_int(n, "n")
+    k = M // n
+    dist = stats.beta(k, M - k + 1)
+    val, _ = integrate.quad(lambda p: (1 - p) ** n_decide * dist.pdf(p), 0, min(1.0, 50 * k / M), limit=200)
+    return float(1 - val)
+
+
+# --------------------------------------------------------------------------- policies (vectorised over runs)
+def _first_true(mask):
+    """Index of the first True along axis 1 and whether there is one."""
+    any_ = mask.any(axis=1)
+    return np.where(any_, mask.argmax(axis=1), -1), any_
+
+
+def etd_lcbt_iid(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | None = None, beta: float = 1.0,
+                 rad: float | None = None, M_factor: int = 20, chunk: int = 25) -> dict:
+    r"""Explore-then-Decide with the LCB threshold (Algorithm ETD-LCBT, i.i.d. features).
+
+    Explore for ``ell`` steps (never stop), fit ridge, set :math:`\alpha` to the :math:`(1-1/n)` quantile of
+    :math:`X^{LCB}(z)`, :math:`z\sim D_x`, from ``M_factor * n`` fresh calibration draws per run, then stop at the
+    first :math:`i>\ell` with :math:`X^{LCB}(x_i)\ge\alpha`. Returns per-run ``reward`` (0 if no stop),
+    ``stopped``, ``tau`` (-1 if none), ``maxima`` (:math:`\max_{i\le n}X_i`), ``alpha``.
+    """
+    theta = np.asarray(theta, dtype=float)
+    d = theta.size
+    sigma = _check_sigma(sigma)
+    n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
+    n_runs = positive_int(n_runs, "n_runs")
+    check_generator(rng)
+    rad = conf_radius(d, n) if rad is None else float(rad)
+    M = positive_int(M_factor, "M_factor") * n
+    out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "alpha")}
+    for start in range(0, n_runs, chunk):
+        r = min(chunk, n_runs - start)
+        x = iid_features((r, n), d, rng)
+        X = x @ theta
+        y = X[:, :ell] + sigma * rng.standard_normal((r, ell))
+        th, _, Vinv = ridge_fit(x[:, :ell], y, beta)
+        Z = iid_features((r, M), d, rng)
+        alpha = top_quantile(lcb(Z, th, Vinv, rad), n)
+        pass_ = lcb(x[:, ell:], th, Vinv, rad) >= alpha[:, None]
+        idx, stopped = _first_true(pass_)
+        tau = np.where(stopped, idx + ell, -1)
+        out["reward"].append(np.where(stopped, X[np.arange(r), np.maximum(tau, 0)], 0.0))
+        out["stopped"].append(stopped)
+        out["tau"].append(tau)
+        out["maxima"].append(X.max(axis=1))
+        out["alpha"].append(alpha)
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def eps_greedy_lcbt(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | None = None, beta: float = 1.0,
+                    rad: float | None = None, M_factor: int = 20) -> dict:
+    r""":math:`\varepsilon`-Greedy-LCBT: explore with probability :math:`\varepsilon=\sqrt{\ell_n/n}` (never stop then), else decide.
+
+    Our variant, stated because recalibrating after every exploration costs :math:`O(Mn)`: the threshold is
+    recomputed (the :math:`(1-1/n)` quantile of the LCB from fresh draws) when the number of explorations reaches
+    :math:`2,4,8,\dots`; before the first recalibration the gambler only explores. Same outputs as :func:`etd_lcbt_iid`.
+    """
+    theta = np.asarray(theta, dtype=float)
+    d = theta.size
+    sigma = _check_sigma(sigma)
+    n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
+    n_runs = positive_int(n_runs, "n_runs")
+    check_generator(rng)
+    rad = conf_radius(d, n) if rad is None else float(rad)
+    eps = np.sqrt(ell / n)
+    M = positive_int(M_factor, "M_factor") * n
+    reward, stopped_all, tau_all, maxima, alphas = [], [], [], [], []
+    for _ in range(n_runs):
+        x = iid_features((n,), d, rng)
+        X = x @ theta
+        explore = rng.random(n) < eps
+        y = X + sigma * rng.standard_normal(n)
+        ex_idx = np.nonzero(explore)[0]
+        # recalibration points: after the 2^j-th exploration
+        marks = [ex_idx[k - 1] for k in 2 ** np.arange(1, 32) if k <= ex_idx.size]
+        tau, alpha = -1, np.nan
+        bounds = marks + [n]
+        for j, m in enumerate(marks):
+            used = ex_idx[ex_idx <= m]
+            th, _, Vinv = ridge_fit(x[None, used], y[None, used], beta)
+            alpha = top_quantile(lcb(iid_features((1, M), d, rng), th, Vinv, rad), n)[0]
+            seg = np.arange(m + 1, bounds[j + 1])
+            seg = seg[~explore[seg]]
+            if seg.size:
+                ok = lcb(x[None, seg], th, Vinv, rad)[0] >= alpha
+                if ok.any():
+                    tau = int(seg[ok.argmax()])
+                    break
+        reward.append(X[tau] if tau >= 0 else 0.0)
+        stopped_all.append(tau >= 0)
+        tau_all.append(tau)
+        maxima.append(X.max())
+        alphas.append(alpha)
+    return dict(reward=np.array(reward), stopped=np.array(stopped_all), tau=np.array(tau_all),
+                maxima=np.array(maxima), alpha=np.array(alphas))
+
+
+def gusein_zade(theta, sigma: float, n: int, n_runs: int, rng) -> dict:
+    r"""Secretary-style baseline on the noisy signals: watch :math:`\lceil n/e\rceil` steps, then stop at the first
+    :math:`y_i` above their maximum. Pays the true :math:`X_\tau`."""
+    theta = np.asarray(theta, dtype=float)
+    sigma = _check_sigma(sigma)
+    n, n_runs = positive_int(n, "n"), positive_int(n_runs, "n_runs")
+    check_generator(rng)
+    x = iid_features((n_runs, n), theta.size, rng)
+    X = x @ theta
+    y = X + sigma * rng.standard_normal((n_runs, n))
+    m = int(np.ceil(n / np.e))
+    best = y[:, :m].max(axis=1)
+    idx, stopped = _first_true(y[:, m:] > best[:, None])
+    tau = np.where(stopped, idx + m, -1)
+    reward = np.where(stopped, X[np.arange(n_runs), np.maximum(tau, 0)], 0.0)
+    return dict(reward=reward, stopped=stopped, tau=tau, maxima=X.max(axis=1))
+
+
+def oracle_quantile(theta, n: int, n_runs: int, rng, alpha: float, *, chunk: int = 100) -> dict:
+    r"""Known-:math:`\theta` single threshold: stop at the first :math:`X_i\ge\alpha` (pass ``alpha`` = the exact
+    :math:`(1-1/n)` quantile, e.g. :func:`trapezoid_quantile`)."""
+    theta = np.asarray(theta, dtype=float)
+    n, n_runs = positive_int(n, "n"), positive_int(n_runs, "n_runs")
+    check_generator(rng)
+    out = {k: [] for k in ("reward", "stopped", "tau", "maxima")}
+    for start in range(0, n_runs, chunk):
+        r = min(chunk, n_runs - start)
+        X = iid_features((r, n), theta.size, rng) @ theta
+        idx, stopped = _first_true(X >= alpha)
+        out["reward"].append(np.where(stopped, X[np.arange(r), np.maximum(idx, 0)], 0.0))
+        out["stopped"].append(stopped)
+        out["tau"].append(idx)
+        out["maxima"].append(X.max(axis=1))
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+def _mc_half_emax(Zf_theta):
+    """Half the Monte Carlo mean of the per-draw maximum (axis -1), per run."""
+    return 0.5 * Zf_theta.max(axis=-1).mean(axis=-1)
+
+
+def etd_lcbt_noniid(lo, hi, theta, sigma: float, n_runs: int, rng, *, ell: int | None = None, beta: float = 1.0,
+                    rad: float | None = None, n_mc: int = 50, window: bool = False) -> dict:
+    r"""ETD-LCBT for non-identical boxes (Theorem 5.1), and with window access (Theorem 5.4) when ``window``.
+
+    After ``ell`` exploration steps, :math:`\alpha=\tfrac12\mathbb E[\max_{s>\ell}z_s^\top\hat\theta]` by ``n_mc`` Monte Carlo draws of
+    the future features. With window access the expectation also includes the observed window
+    :math:`x_1,\dots,x_{\ell+1}` (through :math:`\hat\theta`), and at time :math:`\ell+1` the gambler may take the window item with
+    the largest LCB if it clears :math:`\alpha`. Returns per-run ``reward``, ``stopped``, ``tau``, ``maxima`` (all steps),
+    ``maxima_after`` (steps after ``ell``), ``alpha``.
+    """
+    lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    n, d = lo.shape
+    sigma = _check_sigma(sigma)
+    n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
+    n_runs, n_mc = positive_int(n_runs, "n_runs"), positive_int(n_mc, "n_mc")
+    check_generator(rng)
+    rad = conf_radius(d, n) if rad is None else float(rad)
+    out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "maxima_after", "alpha")}
+    for _ in range(n_runs):
+        x = box_features(lo, hi, 1, rng)[0]
+        X = x @ theta
+        y = X[:ell] + sigma * rng.standard_normal(ell)
+        th, _, Vinv = ridge_fit(x[None, :ell], y[None], beta)
+        first = ell + 1 if window else ell                       # items after the threshold is set
+        future = box_features(lo[first:], hi[first:], n_mc, rng) @ th[0]    # (n_mc, n - first)
+        if window:
+            seen = (x[:ell + 1] @ th[0]).max()
+            alpha = 0.5 * np.maximum(future.max(axis=1), seen).mean()
+        else:
+            alpha = 0.5 * future.max(axis=1).mean()
+        tau = -1
+        if window:
+            lw = lcb(x[None, :ell + 1], th, Vinv, rad)[0]
+            j = int(lw.argmax())
+            if lw[j] >= alpha:
+                tau = j
+        if tau < 0:
+            ok = lcb(x[None, first:], th, Vinv, rad)[0] >= alpha
+            if ok.any():
+                tau = first + int(ok.argmax())
+        out["reward"].append(X[tau] if tau >= 0 else 0.0)
+        out["stopped"].append(tau >= 0)
+        out["tau"].append(tau)
+        out["maxima"].append(X.max())
+        out["maxima_after"].append(X[ell:].max())
+        out["alpha"].append(alpha)
+    return {k: np.array(v) for k, v in out.items()}
+
+
+# --------------------------------------------------------------------------- exact d = 2 helpers (trapezoid law)
+def _trap_params(theta):
+    theta = np.asarray(theta, dtype=float)
+    if theta.shape != (2,) or np.any(theta <= 0):
+        raise ValueError(f"theta must be a positive vector of length 2, got {theta}")
+    b = np.sort(theta / np.sqrt(2))                 # X = U1 + U2, U_j ~ U[0, theta_j / sqrt 2]
+    return b[0], b[1]
+
+
+def trapezoid_cdf(s, theta) -> np.ndarray:
+    r"""CDF of :math:`X=x^\top\theta`, :math:`x\sim U[0,1/\sqrt2]^2`: the sum of two uniforms (a trapezoid density)."""
+    b1, b2 = _trap_params(theta)
+    s = np.asarray(s, dtype=float)
+    out = np.where(s <= 0, 0.0, 0.0)
+    out = np.where((s > 0) & (s <= b1), s**2 / (2 * b1 * b2), out)
+    out = np.where((s > b1) & (s <= b2), (s - b1 / 2) / b2, out)
+    out = np.where((s > b2) & (s < b1 + b2), 1 - (b1 + b2 - s) ** 2 / (2 * b1 * b2), out)
+    return np.where(s >= b1 + b2, 1.0, out)
+
+
+def trapezoid_quantile(q: float, theta) -> float:
+    """Exact inverse of :func:`trapezoid_cdf` (``0 <= q <= 1``); the upper tail is inverted without cancellation."""
+    b1, b2 = _trap_params(theta)
+    if not 0 <= q <= 1:
+        raise ValueError(f"q must be in [0, 1], got {q}")
+    if q <= b1 / (2 * b2):
+        return float(np.sqrt(2 * b1 * b2 * q))
+    if q <= 1 - b1 / (2 * b2):
+        return float(q * b2 + b1 / 2)
+    return float(b1 + b2 - np.sqrt(2 * b1 * b2 * (1 - q)))
+
+
+def expected_max_iid(theta, n: int) -> float:
+    r""":math:`\mathbb E\max_{i\le n}X_i=\int_0^{b_1+b_2}(1-F(s)^n)\,ds` by quadrature."""
+    b1, b2 = _trap_params(theta)
+    n = positive_int(n, "n")
+    f = lambda s: -np.expm1(n * np.log(np.maximum(trapezoid_cdf(s, theta), 1e-300)))
+    top = b1 + b2
+    # the integrand drops from 1 to 0 within O(1/sqrt(n)) of the top: split there
+    edge = max(b2, top - 20 * np.sqrt(2 * b1 * b2 / n))
+    pts = sorted({b1, b2, edge})
+    total = 0.0
+    grid = [0.0] + [p for p in pts if 0 < p < top] + [top]
+    for a_, b_ in zip(grid[:-1], grid[1:]):
+        total += integrate.quad(f, a_, b_, limit=200, epsabs=1e-13, epsrel=1e-12)[0]
+    return float(total)
+
+
+def cond_mean_above(alpha: float, theta) -> float:
+    r""":math:`\mathbb E[X\mid X\ge\alpha]=\alpha+\int_\alpha^{top}(1-F)/(1-F(\alpha))` by quadrature."""
+    b1, b2 = _trap_params(theta)
+    top = b1 + b2
+    if not 0 <= alpha < top:
+        raise ValueError(f"alpha must be in [0, {top}), got {alpha}")
+    sf = lambda s: 1 - trapezoid_cdf(s, theta)
+    # 1 - F(s) = (top - s)^2 / (2 b1 b2) in the upper tail: integrate exactly there
+    if alpha >= b2:
+        tail = (top - alpha) ** 3 / (6 * b1 * b2)
+        return float(alpha + tail / ((top - alpha) ** 2 / (2 * b1 * b2)))
+    pts = [p for p in (b1, b2) if alpha < p < top]
+    val = integrate.quad(sf, alpha, top, points=pts or None, limit=200, epsabs=1e-14)[0]
+    return float(alpha + val / sf(alpha))
+
+
+def oracle_ratio_exact(theta, n: int) -> float:
+    r"""Exact competitive ratio of the known-:math:`\theta` quantile rule: :math:`(1-(1-1/n)^n)\,\mathbb E[X\mid X\ge\alpha^*]/\mathbb E\max`."""
+    n = positive_int(n, "n")
+    a = trapezoid_quantile(1 - 1 / n, theta)
+    return float(-np.expm1(n * np.log1p(-1 / n)) * cond_mean_above(a, theta) / expected_max_iid(theta, n))
+
+
+# --------------------------------------------------------------------------- reporting
+def ratio_of_sums(rewards, maxima, rng, n_boot: int = 2000):
+    r"""The paper's metric :math:`\sum_r\text{reward}_r/\sum_r\max_r` and its bootstrap standard error (runs resampled)."""
+    rewards, maxima = np.asarray(rewards, dtype=float), np.asarray(maxima, dtype=float)
+    if rewards.shape != maxima.shape or rewards.ndim != 1 or rewards.size < 2:
+        raise ValueError("rewards and maxima must be 1-d arrays of the same length (at least 2 runs)")
+    if np.any(maxima <= 0):
+        raise ValueError("maxima must be positive")
+    check_generator(rng)
+    ratio = rewards.sum() / maxima.sum()
+    idx = rng.integers(0, rewards.size, size=(positive_int(n_boot, "n_boot"), rewards.size))
+    boot = rewards[idx].sum(axis=1) / maxima[idx].sum(axis=1)
+    return float(ratio), float(boot.std(ddof=1))
