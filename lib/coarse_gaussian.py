@@ -54,6 +54,16 @@ def log_diff_ndtr(a, b):
         return lhi + np.log1p(-np.exp(llo - lhi))
 
 
+def _interval_loglik(a, b):
+    r"""``log(Phi(b) - Phi(a))`` and its derivative in a shift ``m`` of the mean, ``(phi(a) - phi(b)) / (Phi(b) - Phi(a))``
+    (``a = lo - m``, ``b = hi - m``), both in logs so that far-tail intervals neither underflow nor divide 0 by 0."""
+    ll = log_diff_ndtr(a, b)
+    with np.errstate(over="ignore", invalid="ignore"):
+        ga = np.where(np.isfinite(a), np.exp(stats.norm.logpdf(a) - ll), 0.0)
+        gb = np.where(np.isfinite(b), np.exp(stats.norm.logpdf(b) - ll), 0.0)
+    return ll, ga - gb
+
+
 def tv_gauss(mu1, mu2) -> float:
     r"""Total variation between :math:`\mathcal N(\mu_1,I)` and :math:`\mathcal N(\mu_2,I)`: :math:`2\Phi(\|\mu_1-\mu_2\|/2)-1`."""
     mu1, mu2 = np.asarray(mu1, dtype=float), np.asarray(mu2, dtype=float)
@@ -510,14 +520,8 @@ def mle_grid(partition: GridPartition, cells, *, x0=None) -> np.ndarray:
 
     def f(mu):
         m = mu @ Q
-        a, b = lo - m, hi - m
-        ll = log_diff_ndtr(a, b)
-        # d/dm log(Phi(b)-Phi(a)) = (phi(a) - phi(b)) / (Phi(b)-Phi(a)), via logs
-        with np.errstate(over="ignore", invalid="ignore"):
-            ga = np.where(np.isfinite(a), np.exp(stats.norm.logpdf(a) - ll), 0.0)
-            gb = np.where(np.isfinite(b), np.exp(stats.norm.logpdf(b) - ll), 0.0)
-        grad_m = (ga - gb).sum(axis=0)
-        return -ll.sum(), -(Q @ grad_m)
+        ll, dll = _interval_loglik(lo - m, hi - m)
+        return -ll.sum(), -(Q @ dll.sum(axis=0))
 
     x0 = np.zeros(partition.d) if x0 is None else _as_mu(x0, partition.d, "x0")
     res = optimize.minimize(f, x0, jac=True, method="L-BFGS-B")
@@ -549,15 +553,8 @@ def interval_regression_mle(X, lo, hi) -> np.ndarray:
         r = ye - Xe @ w
         val = 0.5 * r @ r
         grad = -(Xe.T @ r)
-        m = Xi @ w
-        a, b = li - m, ui - m
-        ll = log_diff_ndtr(a, b)
-        with np.errstate(over="ignore", invalid="ignore"):
-            ga = np.where(np.isfinite(a), np.exp(stats.norm.logpdf(a) - ll), 0.0)
-            gb = np.where(np.isfinite(b), np.exp(stats.norm.logpdf(b) - ll), 0.0)
-        val -= ll.sum()
-        grad -= Xi.T @ (ga - gb)
-        return val, grad
+        ll, dll = _interval_loglik(li - Xi @ w, ui - Xi @ w)
+        return val - ll.sum(), grad - Xi.T @ dll
 
     w0 = np.linalg.lstsq(X, np.where(exact, lo, np.where(np.isfinite(lo) & np.isfinite(hi),
                                                           0.5 * (lo + hi), 0.0)), rcond=None)[0]

@@ -175,6 +175,18 @@ def _first_true(mask):
     return np.where(any_, mask.argmax(axis=1), -1), any_
 
 
+def _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor):
+    """Validated common arguments of the i.i.d. LCB policies."""
+    theta = np.asarray(theta, dtype=float)
+    d = theta.size
+    sigma = _check_sigma(sigma)
+    n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
+    n_runs = positive_int(n_runs, "n_runs")
+    check_generator(rng)
+    rad = conf_radius(d, n) if rad is None else float(rad)
+    return theta, d, sigma, n, ell, n_runs, rad, positive_int(M_factor, "M_factor") * n
+
+
 def etd_lcbt_iid(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | None = None, beta: float = 1.0,
                  rad: float | None = None, M_factor: int = 20, chunk: int = 25) -> dict:
     r"""Explore-then-Decide with the LCB threshold (Algorithm ETD-LCBT, i.i.d. features).
@@ -184,14 +196,7 @@ def etd_lcbt_iid(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | No
     first :math:`i>\ell` with :math:`X^{LCB}(x_i)\ge\alpha`. Returns per-run ``reward`` (0 if no stop),
     ``stopped``, ``tau`` (-1 if none), ``maxima`` (:math:`\max_{i\le n}X_i`), ``alpha``.
     """
-    theta = np.asarray(theta, dtype=float)
-    d = theta.size
-    sigma = _check_sigma(sigma)
-    n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
-    n_runs = positive_int(n_runs, "n_runs")
-    check_generator(rng)
-    rad = conf_radius(d, n) if rad is None else float(rad)
-    M = positive_int(M_factor, "M_factor") * n
+    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor)
     out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "alpha")}
     for start in range(0, n_runs, chunk):
         r = min(chunk, n_runs - start)
@@ -220,15 +225,8 @@ def eps_greedy_lcbt(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int |
     recomputed (the :math:`(1-1/n)` quantile of the LCB from fresh draws) when the number of explorations reaches
     :math:`2,4,8,\dots`; before the first recalibration the gambler only explores. Same outputs as :func:`etd_lcbt_iid`.
     """
-    theta = np.asarray(theta, dtype=float)
-    d = theta.size
-    sigma = _check_sigma(sigma)
-    n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
-    n_runs = positive_int(n_runs, "n_runs")
-    check_generator(rng)
-    rad = conf_radius(d, n) if rad is None else float(rad)
+    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor)
     eps = np.sqrt(ell / n)
-    M = positive_int(M_factor, "M_factor") * n
     reward, stopped_all, tau_all, maxima, alphas = [], [], [], [], []
     for _ in range(n_runs):
         x = iid_features((n,), d, rng)
