@@ -247,6 +247,9 @@ def _fmt_exact(x: float) -> str:
 
 
 def _summarise(measured: Any) -> str:
+    if isinstance(measured, dict):  # a long array stored by _jsonable as its size and range
+        return (f"{measured['size']} values in [{_fmt(float(measured['min']))}, "
+                f"{_fmt(float(measured['max']))}]")
     arr = np.asarray(measured, dtype=float)
     if arr.ndim == 0:
         return _fmt(float(arr))

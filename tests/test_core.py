@@ -93,6 +93,13 @@ def test_claim_failure_raises_with_id_measurement_and_criterion(ledger):
     assert json.loads((ledger / "00__test__fail.json").read_text())["verdict"] == "FAIL"
 
 
+def test_claim_with_a_long_array_records_its_range(ledger):
+    r = claims.claim("00/test/long", "many values", np.linspace(1, 2, 100), claims.above(0), display=False)
+    rec = json.loads((ledger / "00__test__long.json").read_text())
+    assert rec["measured"]["size"] == 100 and rec["measured_text"] == "100 values in [1, 2]"
+    assert r.measured_text() == "100 values in [1, 2]"
+
+
 def test_nan_never_passes(ledger):
     with pytest.raises(AssertionError):
         claims.claim("00/test/nan", "nan", float("nan"), claims.above(-1e300), display=False)

@@ -1,0 +1,137 @@
+"""Unit tests for lib.relu_regions (chapter 14), following section (g) of the brief."""
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from lib import relu_regions as rr
+
+
+def gen(seed=0):
+    return np.random.default_rng(seed)
+
+
+def test_region_affine_reproduces_preactivations():
+    g = gen(1)
+    Ws, bs = rr.random_relu_net(3, [5, 4, 3], g)
+    X = g.standard_normal((100, 3)) * 2
+    S = rr.sign_sequence(Ws, bs, X)
+    Z = rr.preactivations(Ws, bs, X)
+    for x, s, z in zip(X, S, Z):
+        A, c = rr.region_affine(Ws, bs, s)
+        assert np.allclose(A @ x + c, z, atol=1e-12)
+
+
+def test_interior_point_has_the_right_sign_sequence():
+    g = gen(2)
+    Ws, bs = rr.random_relu_net(2, [5, 5], g)
+    for x in g.standard_normal((30, 2)) * 3:
+        s = rr.sign_sequence(Ws, bs, x)
+        p, r = rr.interior_point(Ws, bs, s)
+        assert r > 0 and np.array_equal(rr.sign_sequence(Ws, bs, p), s)
+
+
+def test_facets_are_symmetric_and_handshake_holds():
+    g = gen(3)
+    Ws, bs = rr.random_relu_net(2, [5, 4], g)
+    G = rr.enumerate_regions(Ws, bs)
+    for key in list(G.nodes)[:20]:
+        s = np.array(key, dtype=np.int8)
+        for i in rr.facet_neurons(Ws, bs, s, use_ray=False):
+            t = s.copy()
+            t[i] = -t[i]
+            assert i in rr.facet_neurons(Ws, bs, t, use_ray=False)
+    assert sum(dict(G.degree).values()) == 2 * G.number_of_edges()
+
+
+def test_ray_test_and_lp_agree():
+    g = gen(4)
+    Ws, bs = rr.random_relu_net(3, [6, 4], g)
+    G = rr.enumerate_regions(Ws, bs)
+    for key in list(G.nodes)[:25]:
+        s = np.array(key, dtype=np.int8)
+        assert rr.facet_neurons(Ws, bs, s) == rr.facet_neurons(Ws, bs, s, use_ray=False)
+
+
+def test_xor_like_hand_example():
+    # two lines x1 = 0 and x2 = 0: four quadrants, each adjacent to two others
+    Ws, bs = [np.eye(2)], [np.zeros(2)]
+    G = rr.enumerate_regions(Ws, bs, x0=np.array([0.3, 0.7]))
+    assert G.number_of_nodes() == 4 and G.number_of_edges() == 4
+    assert all(deg == 2 for _, deg in G.degree)
+    assert nx.diameter(G) == 2
+
+
+def test_dead_neurons_are_handled():
+    # a second-layer neuron reading only a switched-off first-layer neuron is constant there
+    Ws = [np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [0.0, 0.0]])]
+    bs = [np.zeros(2), np.array([-0.5, 1.0])]          # the last neuron is constant +1 everywhere
+    G = rr.enumerate_regions(Ws, bs, x0=np.array([0.2, 0.3]))
+    assert all(key[3] == 1 for key in G.nodes)
+    # quadrants, with x1 = 0.5 splitting the two with x1 > 0
+    assert G.number_of_nodes() == rr.brute_force_graph(Ws, bs).number_of_nodes() == 6
+    with pytest.raises(ValueError, match="no interior"):
+        rr.interior_point(Ws, bs, np.array([1, 1, 1, -1]))
+
+
+def test_enumeration_matches_brute_force():
+    g = gen(5)
+    for d, w in ((2, [4, 3]), (3, [3, 3])):
+        Ws, bs = rr.random_relu_net(d, w, g)
+        G, H = rr.enumerate_regions(Ws, bs), rr.brute_force_graph(Ws, bs)
+        assert set(G.nodes) == set(H.nodes)
+        assert {frozenset(e) for e in G.edges} == {frozenset(e) for e in H.edges}
+
+
+@pytest.mark.parametrize("d,m", [(2, 5), (3, 6)])
+def test_shallow_closed_form(d, m):
+    Ws, bs = rr.random_relu_net(d, [m], gen(6))
+    G = rr.enumerate_regions(Ws, bs)
+    assert (G.number_of_nodes(), G.number_of_edges()) == rr.shallow_counts(m, d)
+    assert rr.shallow_counts(16, 4)[0] == 2517          # the paper's depth-1 row
+
+
+def test_bounds_helpers():
+    assert rr.product_upper_bound([3, 4]) == 20
+    assert rr.moore_lower_bound(1, 3) == 0
+    assert rr.moore_lower_bound(4, 3) == 1 and rr.moore_lower_bound(5, 3) == 2      # 1 + 3 = 4, 1 + 3 + 6 = 10
+    G = nx.path_graph(10)
+    lo, hi, mid = rr.diameter_estimate(G, gen(7), k=5)
+    assert lo <= 9 <= hi and mid == 0.5 * (lo + hi)
+    assert rr.avg_degree(G) == pytest.approx(1.8)
+
+
+def test_from_torch():
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2), torch.nn.ReLU(),
+                                torch.nn.Linear(2, 1))
+    Ws, bs = rr.from_torch(model)
+    assert rr.widths_of(Ws) == [4, 2]
+    x = np.random.default_rng(8).standard_normal(3)
+    h = model[:4](torch.tensor(x, dtype=torch.float32)).detach().numpy()
+    assert np.allclose(np.maximum(rr.preactivations(Ws, bs, x)[0, 4:], 0), h, atol=1e-6)
+    with pytest.raises(TypeError, match="Sequential"):
+        rr.from_torch(torch.nn.Linear(2, 2))
+
+
+def test_bad_input_is_rejected_with_named_argument():
+    with pytest.raises(ValueError, match="Ws"):
+        rr.region_affine([np.ones((2, 3)), np.ones((2, 4))], [np.ones(2), np.ones(2)], np.ones(4))
+    with pytest.raises(ValueError, match="bs"):
+        rr.sign_sequence([np.ones((2, 3))], [np.ones(3)], np.ones(3))
+    with pytest.raises(ValueError, match="same length"):
+        rr.sign_sequence([np.ones((2, 3))], [], np.ones(3))
+    with pytest.raises(ValueError, match="s must"):
+        rr.region_affine([np.eye(2)], [np.zeros(2)], np.ones(3))
+    with pytest.raises(ValueError, match="bent hyperplane"):
+        rr.enumerate_regions([np.eye(2)], [np.zeros(2)], x0=np.zeros(2))
+    with pytest.raises(RuntimeError, match="max_regions"):
+        rr.enumerate_regions(*rr.random_relu_net(2, [6], gen()), max_regions=3)
+    with pytest.raises(ValueError, match="max_neurons"):
+        rr.brute_force_graph(*rr.random_relu_net(2, [15], gen()))
+    with pytest.raises(ValueError, match="widths"):
+        rr.random_relu_net(2, [], gen())
+    with pytest.raises(TypeError, match="rng"):
+        rr.random_relu_net(2, [3], 5)
+    with pytest.raises(ValueError, match="n_regions"):
+        rr.moore_lower_bound(0, 3)
