@@ -198,6 +198,7 @@ def etd_lcbt_iid(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | No
     """
     theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor)
     out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "alpha")}
+    chunk = max(1, min(int(chunk), int(2e7 // M)))            # keep the calibration block near 300 MB
     for start in range(0, n_runs, chunk):
         r = min(chunk, n_runs - start)
         x = iid_features((r, n), d, rng)

@@ -61,3 +61,12 @@ def sizes(quick: Mapping[str, Any], full: Mapping[str, Any], *,
         raise ValueError(f"quick and full must have the same keys; they differ in {diff}")
     chosen = quick if scale_name(env) == "quick" else full
     return MappingProxyType(dict(chosen))
+
+
+def progress(iterable, desc: str = "", env: Mapping[str, str] | None = None):
+    """``iterable`` wrapped in a tqdm progress bar at full scale; unchanged (quiet) at quick scale."""
+    if is_quick(env):
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, desc=desc)

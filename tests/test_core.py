@@ -217,3 +217,12 @@ def test_default_device_is_cpu_or_cuda():
     assert default_device("cpu").type == "cpu"
     with pytest.raises(ValueError, match="prefer"):
         default_device("tpu")
+
+
+def test_progress_is_quiet_at_quick_scale_and_a_bar_at_full():
+    from lib.scale import progress
+
+    items = [1, 2, 3]
+    assert progress(items, env={"BOOK_SCALE": "quick"}) is items
+    bar = progress(items, "x", env={"BOOK_SCALE": "full"})
+    assert list(bar) == items and hasattr(bar, "update")
