@@ -31,12 +31,15 @@ def test_interior_point_has_the_right_sign_sequence():
         assert r > 0 and np.array_equal(rr.sign_sequence(Ws, bs, p), s)
 
 
-def test_facets_are_symmetric_and_handshake_holds():
-    g = gen(3)
-    Ws, bs = rr.random_relu_net(2, [5, 4], g)
+def _some_regions(d, widths, seed, k):
+    Ws, bs = rr.random_relu_net(d, widths, gen(seed))
     G = rr.enumerate_regions(Ws, bs)
-    for key in list(G.nodes)[:20]:
-        s = np.array(key, dtype=np.int8)
+    return Ws, bs, G, [np.array(key, dtype=np.int8) for key in list(G.nodes)[:k]]
+
+
+def test_facets_are_symmetric_and_handshake_holds():
+    Ws, bs, G, regions = _some_regions(2, [5, 4], 3, 20)
+    for s in regions:
         for i in rr.facet_neurons(Ws, bs, s, use_ray=False):
             t = s.copy()
             t[i] = -t[i]
@@ -45,11 +48,8 @@ def test_facets_are_symmetric_and_handshake_holds():
 
 
 def test_ray_test_and_lp_agree():
-    g = gen(4)
-    Ws, bs = rr.random_relu_net(3, [6, 4], g)
-    G = rr.enumerate_regions(Ws, bs)
-    for key in list(G.nodes)[:25]:
-        s = np.array(key, dtype=np.int8)
+    Ws, bs, _, regions = _some_regions(3, [6, 4], 4, 25)
+    for s in regions:
         assert rr.facet_neurons(Ws, bs, s) == rr.facet_neurons(Ws, bs, s, use_ray=False)
 
 
