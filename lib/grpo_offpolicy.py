@@ -222,43 +222,49 @@ def bernoulli_constant(p, eps: float = 1e-4):
     return (1 - s) / s
 
 
-def amplification_map(p, p_ref, beta: float, eps: float = 1e-4):
-    """Success probability after one KL-regularised step from a policy with success ``p``:
-    ``h(p) = 1 / (1 + (1 - p_ref)/p_ref * exp(-1/(beta sqrt(p(1-p) + eps))))``."""
-    p = _probability(p, "p")
+def _amplification_logit(p, p_ref, beta, eps):
+    """``logit h(p) = logit(p_ref) + 1/(beta sqrt(p(1-p) + eps))`` (inputs already checked).
+
+    Written in the success probability ``p``; the map depends on ``p`` only through ``p(1-p)``,
+    so callers may pass ``u = 1 - p`` instead."""
+    return np.log(p_ref) - np.log1p(-p_ref) + 1.0 / (beta * np.sqrt(p * (1 - p) + eps))
+
+
+def _amplification_args(p_ref, beta, eps):
     p_ref = _probability(p_ref, "p_ref")
     if np.any(p_ref <= 0) or np.any(p_ref >= 1):
         raise ValueError("p_ref must lie strictly between 0 and 1")
-    beta = _positive(beta, "beta")
-    eps = _positive(eps, "eps")
-    s = np.sqrt(p * (1 - p) + eps)
-    # logistic form, stable for tiny beta: h = sigmoid(logit(p_ref) + 1/(beta s))
-    z = np.log(p_ref) - np.log1p(-p_ref) + 1.0 / (beta * s)
-    return 1.0 / (1.0 + np.exp(-z))
+    return p_ref, _positive(beta, "beta"), _positive(eps, "eps")
+
+
+def amplification_map(p, p_ref, beta: float, eps: float = 1e-4):
+    """Success probability after one KL-regularised step from a policy with success ``p``:
+    ``h(p) = 1 / (1 + (1 - p_ref)/p_ref * exp(-1/(beta sqrt(p(1-p) + eps))))``, computed as the
+    logistic function of its logit (stable for small ``beta``)."""
+    p = _probability(p, "p")
+    p_ref, beta, eps = _amplification_args(p_ref, beta, eps)
+    return expit(_amplification_logit(p, p_ref, beta, eps))
 
 
 def amplification_fixed_points(p_ref: float, beta: float, eps: float = 1e-4, grid: int = 4000):
     """All fixed points of ``h`` on ``[0, 1]``, returned as ``(p_star, one_minus_p_star)``.
 
     Fixed points can sit within ``exp(-1/(beta sqrt(eps)))`` of 1, below double precision in
-    ``p``, so the search runs in ``u = 1 - p``: ``G(u) = u - (1 - h(1 - u))`` with ``1 - h``
-    evaluated without cancellation. Sign changes of ``G`` on a grid (logarithmic near ``u = 0``)
-    are refined by Brent's method. ``G(0) < 0 < G(1)``, so there is at least one root.
+    ``p``, so the search runs in ``u = 1 - p``: ``G(u) = u - (1 - h(1 - u))``, with
+    ``1 - h = expit(-logit h)`` evaluated without cancellation. Sign changes of ``G`` on a grid
+    (logarithmic near ``u = 0``) are refined by Brent's method. ``G(0) < 0 < G(1)``, so there is
+    at least one root.
     """
     grid = positive_int(grid, "grid")
     if grid < 10:
         raise ValueError("grid must be at least 10")
-    p_ref = float(_probability(p_ref, "p_ref"))
-    if not 0 < p_ref < 1:
-        raise ValueError("p_ref must lie strictly between 0 and 1")
-    beta = _positive(beta, "beta")
-    eps = _positive(eps, "eps")
-    logit_ref = np.log(p_ref) - np.log1p(-p_ref)
+    if np.ndim(p_ref) != 0:
+        raise ValueError("p_ref must be a single number")
+    p_ref, beta, eps = _amplification_args(float(p_ref), beta, eps)
 
     def G(u):
         u = np.asarray(u, dtype=float)
-        z = logit_ref + 1.0 / (beta * np.sqrt(u * (1 - u) + eps))
-        return u - expit(-z)
+        return u - expit(-_amplification_logit(u, p_ref, beta, eps))   # p(1-p) = u(1-u)
 
     us = np.unique(np.concatenate([[0.0], np.logspace(-300, -2, grid), np.linspace(1e-2, 1.0, grid)]))
     gs = G(us)
@@ -269,6 +275,8 @@ def amplification_fixed_points(p_ref: float, beta: float, eps: float = 1e-4, gri
         elif ga * gb < 0:
             roots.append(brentq(lambda u: float(G(u)), a, b, xtol=1e-320, rtol=8 * np.finfo(float).eps,
                                 maxiter=500))
+    if gs[-1] == 0:
+        roots.append(us[-1])
     u = np.array(sorted(roots, reverse=True))
     return 1.0 - u, u
 
