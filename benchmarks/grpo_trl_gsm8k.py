@@ -152,7 +152,7 @@ def main(argv=None):
     if not args.model.is_dir():
         raise FileNotFoundError(f"--model {args.model} is not a directory (weights are never downloaded)")
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
     from trl import GRPOConfig
 
     train, test = load_split(args.data, "train"), load_split(args.data, "test")

@@ -408,10 +408,6 @@ class LogLinearBandit:
         return float(np.mean(np.sum(self.policy(theta) * self.r, axis=-1)))
 
 
-def _gather(a, prompts, ys):
-    return np.take_along_axis(a, ys, axis=1) if prompts is None else np.take_along_axis(a[prompts], ys, axis=1)
-
-
 def grpo_train(env: LogLinearBandit, *, v: int, i: int, iters: int, B: int, G: int, lr: float,
                clip: float = 0.2, beta: float = 0.0, eps: float = 1e-4, mask=False, rng=None,
                theta0=None, bound_c=(2.0, 1.0)) -> dict:
