@@ -32,7 +32,7 @@ chromium:
 # Outputs cached by an earlier run are reused only if lib/, BOOK_SCALE and BOOK_SEED are
 # unchanged; otherwise the build executes every notebook again (strictly: an error fails it).
 book: $(STAMP)
-	$(PY) -m lib._booktools invalidate-stale
+	$(PY) -m lib.sphinxext.cache invalidate-stale
 	$(JB)
 
 # Each notebook runs once: under nbval (in parallel), whose outputs then fill the build's
@@ -41,14 +41,14 @@ book: $(STAMP)
 test: $(STAMP) chromium
 	@if [ -n "$$BOOK_SCALE" ] && [ "$$BOOK_SCALE" != "quick" ]; then \
 	  echo "make test runs at BOOK_SCALE=quick (got '$$BOOK_SCALE')"; exit 2; fi
-	$(PY) -m lib._booktools invalidate-stale
-	rm -rf _build/ledger _build/executed
+	$(PY) -m lib.sphinxext.cache invalidate-stale
+	$(PY) -m lib.sphinxext.cache clear-records
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BOOK_SCALE=quick \
 	  $(PY) -m pytest -n $(JOBS) --dist loadscope --durations=15 \
 	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -m "not built" tests book
-	$(PY) -m lib._booktools fill-cache
+	$(PY) -m lib.sphinxext.cache fill-cache
 	BOOK_SCALE=quick $(JB)
-	BOOK_SCALE=quick $(PY) -m lib._booktools check-build
+	BOOK_SCALE=quick $(PY) -m lib.sphinxext.cache check-build
 	BOOK_SCALE=quick $(PY) -m pytest -m built tests/test_html.py
 
 clean:

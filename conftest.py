@@ -3,9 +3,10 @@
 With ``--nbval-lax`` (or ``--nbval``), every ``.md`` file under ``book/`` whose
 front matter is a jupytext header becomes an nbval notebook: it is read through
 jupytext and run cell by cell in a fresh kernel started in the notebook's own folder.
-When all cells of a notebook pass, its outputs are saved to
-``_build/executed/<path>.ipynb`` so that the book build can reuse them instead of
-executing the notebook a second time (see ``lib/_booktools.py``).
+When all cells of a notebook pass, its outputs are saved under
+:func:`lib.records.executed_dir` (``_build/executed/<path>.ipynb``) so that the book build
+can reuse them instead of executing the notebook a second time (see
+``lib/sphinxext/cache.py``).
 """
 
 from __future__ import annotations
@@ -16,20 +17,15 @@ from unittest import mock
 
 import pytest
 
+from lib.records import executed_dir
+from lib.sphinxext.cache import is_myst_notebook as _is_myst_notebook
+
 ROOT = Path(__file__).resolve().parent
 
 try:  # nbval is part of the stack; without it there is simply nothing to collect
     import nbval.plugin as _nbval
 except ImportError:  # pragma: no cover
     _nbval = None
-
-
-def _is_myst_notebook(path: Path) -> bool:
-    text = path.read_text(encoding="utf-8")
-    if not text.startswith("---"):
-        return False
-    header = text.split("---", 2)[1]
-    return "jupytext" in header and "kernelspec" in header
 
 
 if _nbval is not None:
@@ -55,8 +51,9 @@ if _nbval is not None:
             # ';' (it looks the cell up in its history). Run cells as Jupyter and the book
             # build do, so that the outputs match theirs.
             def execute_cell_input(cell_input, allow_stdin=None):
-                return kc.execute(cell_input, store_history=True, allow_stdin=allow_stdin,
-                                  stop_on_error=False)
+                return kc.execute(
+                    cell_input, store_history=True, allow_stdin=allow_stdin, stop_on_error=False
+                )
 
             self.kernel.execute_cell_input = execute_cell_input
 
@@ -103,9 +100,12 @@ if _nbval is not None:
                 if out.get("output_type") == "display_data":
                     out.setdefault("metadata", {})
             k += 1
-        nb.metadata["book_execution"] = {"seconds": round(nbfile._book_seconds, 3),
-                                         "finished": time.time(), "by": "nbval"}
+        nb.metadata["book_execution"] = {
+            "seconds": round(nbfile._book_seconds, 3),
+            "finished": time.time(),
+            "by": "nbval",
+        }
         rel = Path(nbfile.path).resolve().relative_to(ROOT)
-        out = ROOT / "_build" / "executed" / rel.with_suffix(".ipynb")
+        out = executed_dir(ROOT) / rel.with_suffix(".ipynb")
         out.parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(out))

@@ -82,7 +82,9 @@ def load_split(data_dir: Path, split: str):
     if not path.exists():
         raise FileNotFoundError(f"{path} not found: put GSM8K's {split} split there as JSON lines")
     ds = load_dataset("json", data_files=str(path), split="train")
-    return ds.map(lambda ex: {"prompt": [{"role": "user", "content": f"{ex['question']}\n{INSTRUCTION}"}]})
+    return ds.map(
+        lambda ex: {"prompt": [{"role": "user", "content": f"{ex['question']}\n{INSTRUCTION}"}]}
+    )
 
 
 def make_trainer_class(mask: bool):
@@ -105,7 +107,9 @@ def make_trainer_class(mask: bool):
     return MaskedGRPOTrainer
 
 
-def pass_at_1(model, tokenizer, dataset, samples: int, max_new_tokens: int, batch: int = 16) -> float:
+def pass_at_1(
+    model, tokenizer, dataset, samples: int, max_new_tokens: int, batch: int = 16
+) -> float:
     """Mean over test questions of the share of ``samples`` temperature-1 answers that are right."""
     import torch
 
@@ -113,44 +117,74 @@ def pass_at_1(model, tokenizer, dataset, samples: int, max_new_tokens: int, batc
     scores = []
     for start in range(0, len(dataset), batch):
         rows = dataset.select(range(start, min(start + batch, len(dataset))))
-        texts = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) for p in rows["prompt"]]
+        texts = [
+            tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True)
+            for p in rows["prompt"]
+        ]
         enc = tokenizer(texts, return_tensors="pt", padding=True).to(model.device)
         with torch.no_grad():
-            out = model.generate(**enc, do_sample=True, temperature=1.0, top_p=1.0, max_new_tokens=max_new_tokens,
-                                 num_return_sequences=samples, pad_token_id=tokenizer.pad_token_id)
-        completions = tokenizer.batch_decode(out[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            out = model.generate(
+                **enc,
+                do_sample=True,
+                temperature=1.0,
+                top_p=1.0,
+                max_new_tokens=max_new_tokens,
+                num_return_sequences=samples,
+                pad_token_id=tokenizer.pad_token_id,
+            )
+        completions = tokenizer.batch_decode(
+            out[:, enc["input_ids"].shape[1] :], skip_special_tokens=True
+        )
         for q, gold in enumerate(rows["answer"]):
-            got = completions[q * samples:(q + 1) * samples]
-            scores.append(sum(same_number(predicted_number(c), gold_number(gold)) for c in got) / samples)
+            got = completions[q * samples : (q + 1) * samples]
+            scores.append(
+                sum(same_number(predicted_number(c), gold_number(gold)) for c in got) / samples
+            )
     return sum(scores) / len(scores)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True, type=Path, help="local Hugging Face model directory")
-    ap.add_argument("--data", required=True, type=Path, help="directory with train.jsonl and test.jsonl")
+    ap.add_argument(
+        "--data", required=True, type=Path, help="directory with train.jsonl and test.jsonl"
+    )
     ap.add_argument("--out", required=True, type=Path)
     ap.add_argument("--v", type=int, default=1, help="sampler sync period (steps_per_generation)")
     ap.add_argument("--i", type=int, default=1, help="optimiser steps per batch (num_iterations)")
     ap.add_argument("--mask", action="store_true", help="zero-variance mask")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--lr", type=float, default=5e-6, help="the paper's value as transcribed by a reviewer")
-    ap.add_argument("--beta", type=float, default=0.04, help="KL weight (placeholder: the paper's is unknown)")
+    ap.add_argument(
+        "--lr", type=float, default=5e-6, help="the paper's value as transcribed by a reviewer"
+    )
+    ap.add_argument(
+        "--beta", type=float, default=0.04, help="KL weight (placeholder: the paper's is unknown)"
+    )
     ap.add_argument("--epsilon", type=float, default=0.2, help="clip (placeholder)")
     ap.add_argument("--num-generations", type=int, default=8, help="group size G (placeholder)")
-    ap.add_argument("--batch", type=int, default=8, help="per-device completions per optimiser step")
+    ap.add_argument(
+        "--batch", type=int, default=8, help="per-device completions per optimiser step"
+    )
     ap.add_argument("--max-steps", type=int, default=-1, help="-1: one epoch over the train split")
     ap.add_argument("--max-completion-length", type=int, default=512)
-    ap.add_argument("--eval-samples", type=int, default=50, help="samples per test question for Pass@1")
-    ap.add_argument("--eval-limit", type=int, default=None, help="evaluate on the first N test questions")
+    ap.add_argument(
+        "--eval-samples", type=int, default=50, help="samples per test question for Pass@1"
+    )
+    ap.add_argument(
+        "--eval-limit", type=int, default=None, help="evaluate on the first N test questions"
+    )
     ap.add_argument("--use-vllm", action="store_true")
-    ap.add_argument("--no-bf16", action="store_true", help="train in float32 (e.g. on a CPU smoke test)")
+    ap.add_argument(
+        "--no-bf16", action="store_true", help="train in float32 (e.g. on a CPU smoke test)"
+    )
     args = ap.parse_args(argv)
     for name in ("v", "i", "num_generations", "batch", "eval_samples"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer")
     if not args.model.is_dir():
-        raise FileNotFoundError(f"--model {args.model} is not a directory (weights are never downloaded)")
+        raise FileNotFoundError(
+            f"--model {args.model} is not a directory (weights are never downloaded)"
+        )
 
     from transformers import AutoTokenizer
     from trl import GRPOConfig
@@ -158,28 +192,54 @@ def main(argv=None):
     train, test = load_split(args.data, "train"), load_split(args.data, "test")
     if args.eval_limit:
         test = test.select(range(min(args.eval_limit, len(test))))
-    tokenizer = AutoTokenizer.from_pretrained(args.model, padding_side="left", local_files_only=True)
+    tokenizer = AutoTokenizer.from_pretrained(
+        args.model, padding_side="left", local_files_only=True
+    )
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     config = GRPOConfig(
-        output_dir=str(args.out), seed=args.seed, learning_rate=args.lr, beta=args.beta, epsilon=args.epsilon,
-        num_iterations=args.i, steps_per_generation=args.v, gradient_accumulation_steps=1,
-        per_device_train_batch_size=args.batch, num_generations=args.num_generations,
-        max_completion_length=args.max_completion_length, max_steps=args.max_steps, num_train_epochs=1,
-        loss_type="bnpo", scale_rewards="group", use_vllm=args.use_vllm, bf16=not args.no_bf16,
-        logging_steps=10, save_strategy="no", report_to=[],
+        output_dir=str(args.out),
+        seed=args.seed,
+        learning_rate=args.lr,
+        beta=args.beta,
+        epsilon=args.epsilon,
+        num_iterations=args.i,
+        steps_per_generation=args.v,
+        gradient_accumulation_steps=1,
+        per_device_train_batch_size=args.batch,
+        num_generations=args.num_generations,
+        max_completion_length=args.max_completion_length,
+        max_steps=args.max_steps,
+        num_train_epochs=1,
+        loss_type="bnpo",
+        scale_rewards="group",
+        use_vllm=args.use_vllm,
+        bf16=not args.no_bf16,
+        logging_steps=10,
+        save_strategy="no",
+        report_to=[],
     )
     trainer = make_trainer_class(args.mask)(
-        model=str(args.model), reward_funcs=correctness_reward, args=config, train_dataset=train,
+        model=str(args.model),
+        reward_funcs=correctness_reward,
+        args=config,
+        train_dataset=train,
         processing_class=tokenizer,
     )
     trainer.train()
     model = trainer.model
     score = pass_at_1(model, tokenizer, test, args.eval_samples, args.max_completion_length)
     args.out.mkdir(parents=True, exist_ok=True)
-    record = {"v": args.v, "i": args.i, "mask": args.mask, "seed": args.seed, "pass_at_1": score,
-              "eval_questions": len(test), "eval_samples": args.eval_samples,
-              "log_history": trainer.state.log_history}
+    record = {
+        "v": args.v,
+        "i": args.i,
+        "mask": args.mask,
+        "seed": args.seed,
+        "pass_at_1": score,
+        "eval_questions": len(test),
+        "eval_samples": args.eval_samples,
+        "log_history": trainer.state.log_history,
+    }
     (args.out / "pass_at_1.json").write_text(json.dumps(record, indent=1))
     print(json.dumps({k: record[k] for k in ("v", "i", "mask", "seed", "pass_at_1")}))
 

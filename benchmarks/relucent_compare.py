@@ -14,10 +14,10 @@ For each network both tools enumerate the complete region graph; the script prin
 import time
 
 import numpy as np
+import relucent
 import torch
 
-import relucent
-from lib import relu_regions as rr
+from lib.papers import relu_regions as rr
 
 ARCHS = [(2, [8]), (3, [8]), (2, [6, 6]), (3, [6, 6]), (2, [5, 5, 5]), (4, [6, 6])]
 
@@ -36,8 +36,10 @@ def to_torch(Ws, bs):
 
 def main():
     gen = np.random.default_rng(2026)
-    print(f"{'network':18s} {'ours N_d':>8s} {'relucent':>8s} {'ours E':>7s} {'relucent':>8s} "
-          f"{'ours s':>7s} {'relucent s':>10s} {'ratio':>6s}")
+    print(
+        f"{'network':18s} {'ours N_d':>8s} {'relucent':>8s} {'ours E':>7s} {'relucent':>8s} "
+        f"{'ours s':>7s} {'relucent s':>10s} {'ratio':>6s}"
+    )
     for d, widths in ARCHS:
         Ws, bs = rr.random_relu_net(d, widths, gen)
         t0 = time.perf_counter()
@@ -50,8 +52,10 @@ def main():
         H = cplx.dual_graph()
         t_rel = time.perf_counter() - t0
         n_rel = sum(1 for _ in H.nodes)
-        print(f"d={d} {str(widths):12s} {G.number_of_nodes():8d} {n_rel:8d} {G.number_of_edges():7d} "
-              f"{H.number_of_edges():8d} {t_ours:7.2f} {t_rel:10.2f} {t_rel / t_ours:6.2f}")
+        print(
+            f"d={d} {str(widths):12s} {G.number_of_nodes():8d} {n_rel:8d} {G.number_of_edges():7d} "
+            f"{H.number_of_edges():8d} {t_ours:7.2f} {t_rel:10.2f} {t_rel / t_ours:6.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -7,9 +7,13 @@ Common helpers (one place each):
 - :mod:`lib.claims`   -- the claim check that feeds the claims ledger;
 - :mod:`lib.stats`    -- log-log slope fits with confidence intervals, Monte-Carlo means;
 - :mod:`lib.plotting` -- the book's figure style;
-- :mod:`lib.device`   -- GPU when present, CPU otherwise.
+- :mod:`lib.device`   -- GPU when present, CPU otherwise;
+- :mod:`lib.validate` -- input checks with one error convention (TypeError / ValueError);
+- :mod:`lib.records`  -- the claim-record contract (folders, fields, kinds, row marker).
 
-One module per paper holds the chapter's algorithms (e.g. :mod:`lib.qlearning_d2z`).
+One module per paper, under :mod:`lib.papers`, holds a chapter's algorithms (e.g.
+:mod:`lib.papers.qlearning_d2z`); the book's Sphinx extensions and build tools live in
+:mod:`lib.sphinxext`.
 """
 
-__all__ = ["scale", "seed", "claims", "stats", "plotting", "device"]
+__all__ = ["scale", "seed", "claims", "stats", "plotting", "device", "validate", "records"]

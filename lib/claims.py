@@ -17,23 +17,50 @@ verdict ``not reproduced`` (never counted as a pass) and does not raise.
 from __future__ import annotations
 
 import html
-import json
 import math
-import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
 from . import scale as _scale
 from . import seed as _seed
+from .records import (
+    CONSISTENCY,
+    EVIDENCE,
+    FAIL,
+    KINDS,
+    NOT_REPRODUCED,
+    PASS,
+    SANITY,
+    ledger_dir,
+    load_records,
+    row_marker,
+    write_record,
+)
 
-LEDGER_ENV = "BOOK_LEDGER_DIR"
+__all__ = [
+    "claim",
+    "within",
+    "above",
+    "below",
+    "close_to",
+    "ClaimResult",
+    "claims_table",
+    "load_records",
+    "ledger_dir",
+    "PASS",
+    "FAIL",
+    "NOT_REPRODUCED",
+    "EVIDENCE",
+    "CONSISTENCY",
+    "SANITY",
+    "KINDS",
+]
+
 ID_RE = re.compile(r"^(\d\d)/[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-]+)*$")
-
-PASS, FAIL, NOT_REPRODUCED = "pass", "FAIL", "not reproduced"
 
 
 # --------------------------------------------------------------------------- criteria
@@ -170,6 +197,7 @@ class ClaimResult:
     verdict: str
     n_values: int
     n_failing: int
+    kind: str = EVIDENCE
     note: str = ""
     scale: str = "quick"
     seed: int = 0
@@ -190,6 +218,7 @@ class ClaimResult:
         return {
             "id": self.id,
             "chapter": self.chapter,
+            "kind": self.kind,
             "statement": self.statement,
             "measured": self.measured,
             "measured_text": self.measured_text(),
@@ -215,8 +244,8 @@ class ClaimResult:
         colour = {PASS: "#1a7f37", FAIL: "#cf222e"}.get(self.verdict, "#9a6700")
         note = f"<br><em>{html.escape(self.note)}</em>" if self.note else ""
         return (
-            f'<table class="book-claim" data-claim-id="{html.escape(self.id)}"><tr>'
-            f'<td><code>{html.escape(self.id)}</code></td>'
+            f"<table {row_marker(self.id)}><tr>"
+            f"<td><code>{html.escape(self.id)}</code><br><em>{html.escape(self.kind)}</em></td>"
             f"<td>{html.escape(self.statement)}{note}</td>"
             f"<td>measured {html.escape(self.measured_text())}</td>"
             f"<td>criterion {html.escape(self.criterion)}</td>"
@@ -226,8 +255,10 @@ class ClaimResult:
 
     def __repr__(self) -> str:
         note = f" ({self.note})" if self.note else ""
-        return (f"[{self.verdict}] {self.id}: {self.statement} | measured {self.measured_text()} "
-                f"| criterion {self.criterion}{note}")
+        return (
+            f"[{self.verdict}] {self.id} ({self.kind}): {self.statement} | measured {self.measured_text()} "
+            f"| criterion {self.criterion}{note}"
+        )
 
 
 def _fmt(x: float) -> str:
@@ -248,8 +279,10 @@ def _fmt_exact(x: float) -> str:
 
 def _summarise(measured: Any) -> str:
     if isinstance(measured, dict):  # a long array stored by _jsonable as its size and range
-        return (f"{measured['size']} values in [{_fmt(float(measured['min']))}, "
-                f"{_fmt(float(measured['max']))}]")
+        return (
+            f"{measured['size']} values in [{_fmt(float(measured['min']))}, "
+            f"{_fmt(float(measured['max']))}]"
+        )
     arr = np.asarray(measured, dtype=float)
     if arr.ndim == 0:
         return _fmt(float(arr))
@@ -268,43 +301,24 @@ def _jsonable(arr: np.ndarray):
 
 
 # --------------------------------------------------------------------------- ledger
-def ledger_dir() -> Path:
-    """Where claim records go: ``$BOOK_LEDGER_DIR`` or ``<repo>/_build/ledger``."""
-    env = os.environ.get(LEDGER_ENV)
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parents[1] / "_build" / "ledger"
-
-
 def _record(result: ClaimResult) -> None:
-    folder = ledger_dir()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / (result.id.replace("/", "__") + ".json")
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(result.to_json(), indent=1))
-        tmp.replace(path)
+        write_record(result.to_json())
     except OSError as exc:  # a read-only install must not break the notebook
         print(f"note: claim {result.id} not recorded for the ledger ({exc})")
 
 
-def load_records(folder: str | os.PathLike | None = None) -> list[dict]:
-    """All recorded claims, sorted by id."""
-    folder = Path(folder) if folder is not None else ledger_dir()
-    if not folder.is_dir():
-        return []
-    records = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            records.append(json.loads(path.read_text()))
-        except (OSError, json.JSONDecodeError):
-            continue
-    return sorted(records, key=lambda r: r.get("id", ""))
-
-
 # --------------------------------------------------------------------------- the check
-def claim(claim_id: str, statement: str, measured: Any, criterion: Criterion, *,
-          not_reproduced: str | None = None, display: bool = True) -> ClaimResult:
+def claim(
+    claim_id: str,
+    statement: str,
+    measured: Any,
+    criterion: Criterion,
+    *,
+    kind: str | None = None,
+    not_reproduced: str | None = None,
+    display: bool = True,
+) -> ClaimResult:
     """Check one claim, show it, record it for the ledger, and raise if it fails.
 
     Parameters
@@ -319,6 +333,12 @@ def claim(claim_id: str, statement: str, measured: Any, criterion: Criterion, *,
     criterion : Criterion
         Made with :func:`within`, :func:`above`, :func:`below` or :func:`close_to`,
         fixed before the measurement.
+    kind : {"evidence", "consistency", "sanity"}
+        Required. ``evidence``: the paper's statement against an independent measurement
+        of the real system (the finite-n algorithm, the trained network); ``consistency``:
+        our derivation against a second, independent route; ``sanity``: true by
+        construction (prefer a unit test). Only evidence counts towards a chapter's
+        reproduction status.
     not_reproduced : str, optional
         ``"because ..."``: mark the claim as not reproduced at this scale. It is
         then recorded with verdict ``not reproduced`` and does not raise.
@@ -328,32 +348,56 @@ def claim(claim_id: str, statement: str, measured: Any, criterion: Criterion, *,
     ClaimResult
     """
     if not isinstance(claim_id, str) or not ID_RE.match(claim_id):
-        raise ValueError(f"claim_id must look like 'NN/where/what' (letters, digits, . _ -), got {claim_id!r}")
+        raise ValueError(
+            f"claim_id must look like 'NN/where/what' (letters, digits, . _ -), got {claim_id!r}"
+        )
     if not isinstance(statement, str) or not statement.strip():
         raise ValueError("statement must be a non-empty string")
+    if kind is None:
+        raise TypeError(f"claim {claim_id!r}: kind is required, one of {KINDS}")
+    if not isinstance(kind, str):
+        raise TypeError(f"kind must be a string, one of {KINDS}, got {type(kind).__name__}")
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if not isinstance(criterion, Criterion):
-        raise TypeError(f"criterion must be a lib.claims criterion (within/above/below/close_to), "
-                        f"got {type(criterion).__name__}")
-    if not_reproduced is not None and (not isinstance(not_reproduced, str) or not not_reproduced.strip()):
+        raise TypeError(
+            f"criterion must be a lib.claims criterion (within/above/below/close_to), "
+            f"got {type(criterion).__name__}"
+        )
+    if not_reproduced is not None and (
+        not isinstance(not_reproduced, str) or not not_reproduced.strip()
+    ):
         raise ValueError("not_reproduced must be a non-empty reason string")
     try:
         arr = np.asarray(measured, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"measured must be a real number or an array of them, got {type(measured).__name__}") from None
+        raise TypeError(
+            f"measured must be a real number or an array of them, got {type(measured).__name__}"
+        ) from None
     if arr.size == 0:
         raise ValueError("measured must not be empty")
     ok = np.asarray(criterion.holds(arr), dtype=bool) & np.isfinite(arr)
     n_fail = int(arr.size - ok.sum())
     if not_reproduced is not None:
         verdict = NOT_REPRODUCED
-        note = f"not reproduced: {not_reproduced}" + (" (the criterion does hold in this run)" if n_fail == 0 else "")
+        note = f"not reproduced: {not_reproduced}" + (
+            " (the criterion does hold in this run)" if n_fail == 0 else ""
+        )
     else:
         verdict = PASS if n_fail == 0 else FAIL
         note = "" if n_fail == 0 else f"{n_fail} of {arr.size} values fail"
     result = ClaimResult(
-        id=claim_id, statement=statement.strip(), measured=_jsonable(arr), criterion=criterion.text,
-        verdict=verdict, n_values=int(arr.size), n_failing=n_fail, note=note,
-        scale=_scale.scale_name(), seed=_seed.book_seed(),
+        id=claim_id,
+        statement=statement.strip(),
+        measured=_jsonable(arr),
+        criterion=criterion.text,
+        verdict=verdict,
+        n_values=int(arr.size),
+        n_failing=n_fail,
+        kind=kind,
+        note=note,
+        scale=_scale.scale_name(),
+        seed=_seed.book_seed(),
     )
     _record(result)
     if display:

@@ -31,8 +31,9 @@ def use_book_style() -> None:
     matplotlib.rcParams.update(BOOK_RC)
 
 
-def slope_guide(ax, x, slope: float, anchor: tuple[float, float], *, label: str | None = None,
-                **kwargs):
+def slope_guide(
+    ax, x, slope: float, anchor: tuple[float, float], *, label: str | None = None, **kwargs
+):
     """Draw ``y = y0 (x/x0)^slope`` through ``anchor=(x0, y0)`` as a dashed reference line."""
     x = np.asarray(x, dtype=float)
     if x.ndim != 1 or x.size < 2 or np.any(x <= 0):

@@ -9,8 +9,9 @@ a minute on two CPU cores); ``full`` is closer to the paper and may take hours.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any
 
 ENV_VAR = "BOOK_SCALE"
 SCALES = ("quick", "full")
@@ -39,8 +40,9 @@ def is_quick(env: Mapping[str, str] | None = None) -> bool:
     return scale_name(env) == "quick"
 
 
-def sizes(quick: Mapping[str, Any], full: Mapping[str, Any], *,
-          env: Mapping[str, str] | None = None) -> Mapping[str, Any]:
+def sizes(
+    quick: Mapping[str, Any], full: Mapping[str, Any], *, env: Mapping[str, str] | None = None
+) -> Mapping[str, Any]:
     """Return the chapter's size parameters for the current scale.
 
     Parameters
@@ -55,7 +57,9 @@ def sizes(quick: Mapping[str, Any], full: Mapping[str, Any], *,
     """
     for name, value in (("quick", quick), ("full", full)):
         if not isinstance(value, Mapping):
-            raise TypeError(f"{name} must be a mapping of size parameters, got {type(value).__name__}")
+            raise TypeError(
+                f"{name} must be a mapping of size parameters, got {type(value).__name__}"
+            )
     if set(quick) != set(full):
         diff = sorted(set(quick) ^ set(full))
         raise ValueError(f"quick and full must have the same keys; they differ in {diff}")

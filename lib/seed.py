@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import os
 import zlib
-from typing import Mapping
+from collections.abc import Mapping
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -65,3 +66,30 @@ def torch_generator(*stream: object, device=None, env: Mapping[str, str] | None 
     gen = torch.Generator(device=device if device is not None else "cpu")
     gen.manual_seed(seed)
     return gen
+
+
+@contextmanager
+def torch_seeded(*stream: object, seed: int | None = None, env: Mapping[str, str] | None = None):
+    """Build torch modules inside this block to give them a reproducible initialisation.
+
+    ``torch.nn`` layers draw their initial weights from torch's global generator. This is the
+    one place in the book that seeds it: inside the block the global generator is forked
+    (``torch.random.fork_rng``) and seeded from the named ``stream`` (or from an explicit
+    ``seed``, e.g. one drawn from a numpy generator); on exit the previous global state is
+    restored, so nothing outside the block depends on or changes it.
+
+    Example: ``with torch_seeded("18", "mlp"): model = fm.make_mlp([16, 32, 3])``.
+    """
+    import torch
+
+    if seed is None:
+        if not stream:
+            raise ValueError("torch_seeded needs a stream (labels) or an explicit seed")
+        seed = int(seed_sequence(*stream, env=env).generate_state(1)[0])
+    elif stream:
+        raise ValueError("give torch_seeded either a stream or seed=, not both")
+    elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(seed))
+        yield

@@ -57,9 +57,15 @@ def loglog_slope(x, y, level: float = 0.95) -> SlopeFit:
     if np.ptp(ly) == 0:  # exactly flat: linregress would report NaN errors
         return SlopeFit(0.0, float(ly[0]), 0.0, 0.0, 0.0, float(level), 1.0)
     res = _st.linregress(lx, ly)
-    return SlopeFit(float(res.slope), float(res.intercept), float(res.stderr),
-                    float(res.slope - q * res.stderr), float(res.slope + q * res.stderr),
-                    float(level), float(res.rvalue ** 2))
+    return SlopeFit(
+        float(res.slope),
+        float(res.intercept),
+        float(res.stderr),
+        float(res.slope - q * res.stderr),
+        float(res.slope + q * res.stderr),
+        float(level),
+        float(res.rvalue**2),
+    )
 
 
 def mc_mean(samples, axis: int = 0):

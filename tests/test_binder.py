@@ -30,8 +30,12 @@ def _free_port() -> int:
 
 def _api(base: str, path: str, method: str = "GET", body: dict | None = None):
     data = json.dumps(body).encode() if body is not None else None
-    req = Request(f"{base}{path}", data=data, method=method,
-                  headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"})
+    req = Request(
+        f"{base}{path}",
+        data=data,
+        method=method,
+        headers={"Authorization": f"token {TOKEN}", "Content-Type": "application/json"},
+    )
     with urlopen(req, timeout=30) as resp:
         return json.loads(resp.read() or b"null")
 
@@ -43,9 +47,21 @@ def server(tmp_path_factory):
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime), OMP_NUM_THREADS="1")
     log = open(runtime / "server.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}", "--ip=127.0.0.1",
-         f"--IdentityProvider.token={TOKEN}", f"--ServerApp.root_dir={ROOT}", "--allow-root"],
-        stdout=log, stderr=subprocess.STDOUT, env=env)
+        [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            f"--port={port}",
+            "--ip=127.0.0.1",
+            f"--IdentityProvider.token={TOKEN}",
+            f"--ServerApp.root_dir={ROOT}",
+            "--allow-root",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
     base = f"http://127.0.0.1:{port}"
     for _ in range(120):
         try:
@@ -86,11 +102,27 @@ async def _run_cells(server: str, kernel_id: str, sources: list[str]) -> list[di
     replies = []
     for src in sources:
         msg_id = uuid.uuid4().hex
-        msg = {"header": {"msg_id": msg_id, "username": "test", "session": session, "msg_type": "execute_request",
-                          "version": "5.3", "date": ""},
-               "parent_header": {}, "metadata": {}, "channel": "shell",
-               "content": {"code": src, "silent": False, "store_history": True, "user_expressions": {},
-                           "allow_stdin": False, "stop_on_error": True}}
+        msg = {
+            "header": {
+                "msg_id": msg_id,
+                "username": "test",
+                "session": session,
+                "msg_type": "execute_request",
+                "version": "5.3",
+                "date": "",
+            },
+            "parent_header": {},
+            "metadata": {},
+            "channel": "shell",
+            "content": {
+                "code": src,
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+        }
         await conn.write_message(json.dumps(msg))
         while True:
             raw = await asyncio.wait_for(conn.read_message(), timeout=300)
@@ -100,8 +132,10 @@ async def _run_cells(server: str, kernel_id: str, sources: list[str]) -> list[di
             if reply.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             if reply["msg_type"] == "error":
-                raise AssertionError(f"cell failed under the Binder-like server: {reply['content']['ename']}: "
-                                     f"{reply['content']['evalue']}")
+                raise AssertionError(
+                    f"cell failed under the Binder-like server: {reply['content']['ename']}: "
+                    f"{reply['content']['evalue']}"
+                )
             if reply["channel"] == "shell" and reply["msg_type"] == "execute_reply":
                 replies.append(reply["content"])
                 break
@@ -112,7 +146,9 @@ async def _run_cells(server: str, kernel_id: str, sources: list[str]) -> list[di
 def test_chapter_runs_clean_in_a_server_kernel(server):
     model = _api(server, f"/api/contents/{CHAPTER_MD}?type=notebook&content=1")
     sources = [c["source"] for c in model["content"]["cells"] if c["cell_type"] == "code"]
-    kernel = _api(server, "/api/kernels", "POST", {"name": "python3", "path": str(Path(CHAPTER_MD).parent)})
+    kernel = _api(
+        server, "/api/kernels", "POST", {"name": "python3", "path": str(Path(CHAPTER_MD).parent)}
+    )
     try:
         replies = asyncio.run(_run_cells(server, kernel["id"], sources))
     finally:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import claims, plotting, scale, seed, stats
+from lib import claims, plotting, records, scale, seed, stats
 from lib.device import default_device
 
 
@@ -78,7 +78,9 @@ def ledger(tmp_path, monkeypatch):
 
 
 def test_claim_pass_records(ledger):
-    r = claims.claim("00/test/pass", "x is in range", 0.5, claims.within(0, 1), display=False)
+    r = claims.claim(
+        "00/test/pass", "x is in range", 0.5, claims.within(0, 1), kind="evidence", display=False
+    )
     assert r.passed
     rec = json.loads((ledger / "00__test__pass.json").read_text())
     assert rec["verdict"] == "pass" and rec["chapter"] == "00" and rec["measured"] == 0.5
@@ -87,14 +89,28 @@ def test_claim_pass_records(ledger):
 
 def test_claim_failure_raises_with_id_measurement_and_criterion(ledger):
     with pytest.raises(AssertionError) as err:
-        claims.claim("00/test/fail", "x is small", [0.1, 3.0], claims.below(1), display=False)
+        claims.claim(
+            "00/test/fail",
+            "x is small",
+            [0.1, 3.0],
+            claims.below(1),
+            kind="evidence",
+            display=False,
+        )
     msg = str(err.value)
     assert "00/test/fail" in msg and "3" in msg and "< 1" in msg
     assert json.loads((ledger / "00__test__fail.json").read_text())["verdict"] == "FAIL"
 
 
 def test_claim_with_a_long_array_records_its_range(ledger):
-    r = claims.claim("00/test/long", "many values", np.linspace(1, 2, 100), claims.above(0), display=False)
+    r = claims.claim(
+        "00/test/long",
+        "many values",
+        np.linspace(1, 2, 100),
+        claims.above(0),
+        kind="evidence",
+        display=False,
+    )
     rec = json.loads((ledger / "00__test__long.json").read_text())
     assert rec["measured"]["size"] == 100 and rec["measured_text"] == "100 values in [1, 2]"
     assert r.measured_text() == "100 values in [1, 2]"
@@ -102,12 +118,21 @@ def test_claim_with_a_long_array_records_its_range(ledger):
 
 def test_nan_never_passes(ledger):
     with pytest.raises(AssertionError):
-        claims.claim("00/test/nan", "nan", float("nan"), claims.above(-1e300), display=False)
+        claims.claim(
+            "00/test/nan", "nan", float("nan"), claims.above(-1e300), kind="evidence", display=False
+        )
 
 
 def test_not_reproduced_is_recorded_not_raised(ledger):
-    r = claims.claim("00/test/nr", "too small a scale", 5.0, claims.below(1),
-                     not_reproduced="because n is tiny", display=False)
+    r = claims.claim(
+        "00/test/nr",
+        "too small a scale",
+        5.0,
+        claims.below(1),
+        not_reproduced="because n is tiny",
+        kind="evidence",
+        display=False,
+    )
     assert r.verdict == claims.NOT_REPRODUCED and not r.passed
     assert "because n is tiny" in r.note
 
@@ -120,15 +145,21 @@ def test_close_to_elementwise():
 
 def test_claim_bad_input(ledger):
     with pytest.raises(ValueError, match="claim_id"):
-        claims.claim("bad id", "s", 1.0, claims.above(0))
+        claims.claim("bad id", "s", 1.0, claims.above(0), kind="evidence")
     with pytest.raises(ValueError, match="statement"):
-        claims.claim("00/a", " ", 1.0, claims.above(0))
+        claims.claim("00/a", " ", 1.0, claims.above(0), kind="evidence")
     with pytest.raises(TypeError, match="criterion"):
-        claims.claim("00/a", "s", 1.0, (0, 1))
+        claims.claim("00/a", "s", 1.0, (0, 1), kind="evidence")
     with pytest.raises(TypeError, match="measured"):
-        claims.claim("00/a", "s", "one", claims.above(0))
+        claims.claim("00/a", "s", "one", claims.above(0), kind="evidence")
     with pytest.raises(ValueError, match="empty"):
-        claims.claim("00/a", "s", [], claims.above(0))
+        claims.claim("00/a", "s", [], claims.above(0), kind="evidence")
+    with pytest.raises(TypeError, match="kind is required"):
+        claims.claim("00/a", "s", 1.0, claims.above(0))
+    with pytest.raises(ValueError, match="kind must be one of"):
+        claims.claim("00/a", "s", 1.0, claims.above(0), kind="proof")
+    with pytest.raises(TypeError, match="kind must be a string"):
+        claims.claim("00/a", "s", 1.0, claims.above(0), kind=1)
     with pytest.raises(ValueError, match="lo must be <= hi"):
         claims.within(2, 1)
     with pytest.raises(ValueError, match="rtol"):
@@ -137,9 +168,33 @@ def test_claim_bad_input(ledger):
         claims.above("1")
 
 
-def test_claim_html_row_carries_id():
-    r = claims.ClaimResult("07/a/b", "s", 1.0, "> 0", "pass", 1, 0)
-    assert 'data-claim-id="07/a/b"' in r._repr_html_()
+def test_claim_html_row_carries_id_and_kind():
+    r = claims.ClaimResult("07/a/b", "s", 1.0, "> 0", "pass", 1, 0, kind="consistency")
+    html = r._repr_html_()
+    assert records.row_marker("07/a/b") in html and "consistency" in html
+    assert records.ROW_RE.findall(html) == ["07/a/b"]
+
+
+def test_record_follows_the_contract(ledger):
+    claims.claim("00/test/kinds", "k", 1.0, claims.above(0), kind="sanity", display=False)
+    (rec,) = records.load_records(ledger)
+    assert tuple(rec) == records.RECORD_FIELDS and rec["kind"] == "sanity"
+    assert records.ledger_dir() == ledger
+    with pytest.raises(ValueError, match="contract"):
+        records.write_record({"id": "00/x"}, ledger)
+
+
+def test_ledger_dir_default_and_env(tmp_path):
+    assert records.ledger_dir({}) == records.ROOT / "_build" / "ledger"
+    assert records.ledger_dir({"BOOK_LEDGER_DIR": str(tmp_path)}) == tmp_path
+    assert records.executed_dir(tmp_path) == tmp_path / "_build" / "executed"
+
+
+def test_clear_records_by_chapter(ledger):
+    for cid in ("01/a", "01/b", "07/a"):
+        claims.claim(cid, "s", 1.0, claims.above(0), kind="evidence", display=False)
+    assert records.clear_records({"01"}, ledger) == 2
+    assert [r["id"] for r in records.load_records(ledger)] == ["07/a"]
 
 
 # ----------------------------------------------------------------------------- stats
@@ -147,7 +202,7 @@ def test_claim_html_row_carries_id():
 @given(slope=st.floats(-3, 3), logc=st.floats(-5, 5))
 def test_loglog_slope_recovers_power_law(slope, logc):
     x = np.array([1.0, 2.0, 4.0, 8.0, 16.0])
-    fit = stats.loglog_slope(x, np.exp(logc) * x ** slope)
+    fit = stats.loglog_slope(x, np.exp(logc) * x**slope)
     assert fit.slope == pytest.approx(slope, abs=1e-9)
     assert fit.ci_low <= slope + 1e-9 and fit.ci_high >= slope - 1e-9
 
@@ -157,7 +212,7 @@ def test_loglog_slope_ci_covers_truth_at_nominal_rate():
     x = np.geomspace(10, 1000, 6)
     covered = 0
     for _ in range(400):
-        y = 2.0 * x ** -0.5 * np.exp(0.1 * rng.standard_normal(x.size))
+        y = 2.0 * x**-0.5 * np.exp(0.1 * rng.standard_normal(x.size))
         fit = stats.loglog_slope(x, y, level=0.9)
         covered += fit.ci_low <= -0.5 <= fit.ci_high
     assert 0.85 <= covered / 400 <= 0.95
@@ -226,3 +281,28 @@ def test_progress_is_quiet_at_quick_scale_and_a_bar_at_full():
     assert progress(items, env={"BOOK_SCALE": "quick"}) is items
     bar = progress(items, "x", env={"BOOK_SCALE": "full"})
     assert list(bar) == items and hasattr(bar, "update")
+
+
+def test_torch_seeded_is_reproducible_and_leaves_global_state_alone():
+    import torch
+
+    before = torch.random.get_rng_state()
+    with seed.torch_seeded("x", env={"BOOK_SEED": "3"}):
+        a = torch.nn.Linear(3, 2).weight.detach().clone()
+    assert torch.equal(torch.random.get_rng_state(), before)
+    with seed.torch_seeded("x", env={"BOOK_SEED": "3"}):
+        b = torch.nn.Linear(3, 2).weight.detach().clone()
+    with seed.torch_seeded("x", env={"BOOK_SEED": "4"}):
+        c = torch.nn.Linear(3, 2).weight.detach().clone()
+    with seed.torch_seeded(seed=7):
+        d = torch.nn.Linear(3, 2).weight.detach().clone()
+    assert torch.equal(a, b) and not torch.equal(a, c) and not torch.equal(a, d)
+    with pytest.raises(ValueError, match="stream"):
+        with seed.torch_seeded():
+            pass
+    with pytest.raises(ValueError, match="not both"):
+        with seed.torch_seeded("x", seed=1):
+            pass
+    with pytest.raises(ValueError, match="seed must be"):
+        with seed.torch_seeded(seed=-1):
+            pass

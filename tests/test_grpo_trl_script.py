@@ -30,6 +30,10 @@ def test_correctness_reward_handles_both_completion_formats():
 
 def test_cli_rejects_bad_knobs(tmp_path):
     with pytest.raises(ValueError, match="--v must be a positive integer"):
-        script.main(["--model", str(tmp_path), "--data", str(tmp_path), "--out", str(tmp_path), "--v", "0"])
+        script.main(
+            ["--model", str(tmp_path), "--data", str(tmp_path), "--out", str(tmp_path), "--v", "0"]
+        )
     with pytest.raises(FileNotFoundError, match="never downloaded"):
-        script.main(["--model", str(tmp_path / "missing"), "--data", str(tmp_path), "--out", str(tmp_path)])
+        script.main(
+            ["--model", str(tmp_path / "missing"), "--data", str(tmp_path), "--out", str(tmp_path)]
+        )

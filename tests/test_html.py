@@ -27,9 +27,16 @@ ALLOWED_CONSOLE = {
     # sphinx-book-theme reads an empty theme mode from localStorage on first visit.
     "Got invalid theme mode": "theme default on a fresh profile",
 }
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+]
 
 
 def toc_docnames() -> list[str]:
@@ -100,7 +107,10 @@ def open_page(browser, url):
     page.on("console", on_console)
     page.on("pageerror", lambda exc: errors.append(f"page error: {exc}"))
     page.on("requestfailed", lambda req: errors.append(f"request failed: {req.url}"))
-    page.on("response", lambda r: errors.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None)
+    page.on(
+        "response",
+        lambda r: errors.append(f"HTTP {r.status} for {r.url}") if r.status >= 400 else None,
+    )
     page.goto(url, wait_until="load")
     return page, errors
 
@@ -108,8 +118,10 @@ def open_page(browser, url):
 def wait_for_math(page):
     if not page.evaluate("() => !!document.querySelector('script[src*=\"mathjax\"]')"):
         return  # Sphinx loads MathJax only on pages that have math
-    page.wait_for_function("() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
-                           timeout=20000)
+    page.wait_for_function(
+        "() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise",
+        timeout=20000,
+    )
     page.evaluate("() => window.MathJax.startup.promise")
 
 
@@ -142,7 +154,11 @@ def check_page(browser, site, docname) -> list[str]:
         problems += [f"broken image {src}" for src in broken]
         # -- theorem and proof boxes, cross-references
         src = source_of(docname)
-        n_prf = len(re.findall(r"```\{prf:(theorem|lemma|proposition|definition|assumption|proof|corollary)\}", src))
+        n_prf = len(
+            re.findall(
+                r"```\{prf:(theorem|lemma|proposition|definition|assumption|proof|corollary)\}", src
+            )
+        )
         n_boxes = page.locator("main div.proof").count()
         if n_boxes < n_prf:
             problems.append(f"only {n_boxes} of {n_prf} theorem/proof boxes rendered")
@@ -155,9 +171,13 @@ def check_page(browser, site, docname) -> list[str]:
         if is_notebook(docname):
             repo = repo_settings()
             m = re.match(r"https://github.com/([^/]+)/([^/]+)", repo["url"])
-            expected = (f"https://mybinder.org/v2/gh/{m.group(1)}/{m.group(2)}/{repo['branch']}"
-                        f"?urlpath=tree/{docname}.md")
-            hrefs = page.evaluate("() => Array.from(document.querySelectorAll('a')).map(a => a.href)")
+            expected = (
+                f"https://mybinder.org/v2/gh/{m.group(1)}/{m.group(2)}/{repo['branch']}"
+                f"?urlpath=tree/{docname}.md"
+            )
+            hrefs = page.evaluate(
+                "() => Array.from(document.querySelectorAll('a')).map(a => a.href)"
+            )
             if expected not in hrefs:
                 problems.append(f"no Binder link {expected}")
             ipynb = [h for h in hrefs if h.endswith(f"{Path(docname).name}.ipynb")]
@@ -166,7 +186,9 @@ def check_page(browser, site, docname) -> list[str]:
             else:
                 resp = page.request.get(ipynb[0])
                 nb = resp.json() if resp.ok else {}
-                if not any(c.get("outputs") for c in nb.get("cells", []) if c.get("cell_type") == "code"):
+                if not any(
+                    c.get("outputs") for c in nb.get("cells", []) if c.get("cell_type") == "code"
+                ):
                     problems.append(f"the .ipynb download {ipynb[0]} has no executed outputs")
     finally:
         page.close()
@@ -183,7 +205,9 @@ def test_search_finds_a_chapter_word(browser, site):
     page, errors = open_page(browser, f"{site}/search.html?q=Ruppert")
     try:
         page.wait_for_selector("#search-results li a", timeout=20000)
-        links = page.evaluate("() => Array.from(document.querySelectorAll('#search-results li a')).map(a => a.href)")
+        links = page.evaluate(
+            "() => Array.from(document.querySelectorAll('#search-results li a')).map(a => a.href)"
+        )
     finally:
         page.close()
     assert any("07-q-learning-pd2z" in h for h in links), links

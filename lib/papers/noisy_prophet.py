@@ -19,19 +19,12 @@ non-i.i.d. environment draws a box per step.
 from __future__ import annotations
 
 import numpy as np
-from scipy import integrate, optimize, stats
+from scipy import integrate, stats
 
-from .validate import check_generator, positive_int
+from lib.validate import check_generator, nonnegative, positive_int
 
 
 # --------------------------------------------------------------------------- checks
-def _check_sigma(sigma) -> float:
-    sigma = float(sigma)
-    if not np.isfinite(sigma) or sigma < 0:
-        raise ValueError(f"sigma must be a non-negative noise level, got {sigma}")
-    return sigma
-
-
 def _check_horizon(n, ell):
     n = positive_int(n, "n")
     ell = int(ell)
@@ -96,8 +89,17 @@ def ridge_fit(X, y, beta: float = 1.0):
     return theta_hat, V, Vinv
 
 
-def conf_radius(d: int, n: int, *, sigma: float | None = None, S: float | None = None, beta: float = 1.0,
-                L: float = 1.0, delta: float | None = None, mode: str = "code") -> float:
+def conf_radius(
+    d: int,
+    n: int,
+    *,
+    sigma: float | None = None,
+    S: float | None = None,
+    beta: float = 1.0,
+    L: float = 1.0,
+    delta: float | None = None,
+    mode: str = "code",
+) -> float:
     r"""Confidence radius :math:`\rho` of the LCB.
 
     ``mode="code"``: :math:`\sqrt{d\log n}` (the official code; no :math:`\sigma`, no :math:`S`).
@@ -110,13 +112,16 @@ def conf_radius(d: int, n: int, *, sigma: float | None = None, S: float | None =
     if mode == "oful":
         if sigma is None or S is None:
             raise ValueError("mode='oful' needs sigma and S")
-        sigma = _check_sigma(sigma)
+        sigma = nonnegative(sigma, "sigma")
         if S < 0:
             raise ValueError(f"S must be non-negative, got {S}")
         delta = 1 / n if delta is None else float(delta)
         if not 0 < delta < 1:
             raise ValueError(f"delta must be in (0, 1), got {delta}")
-        return float(sigma * np.sqrt(2 * np.log(1 / delta) + d * np.log(1 + n * L / (beta * d))) + np.sqrt(beta * S))
+        return float(
+            sigma * np.sqrt(2 * np.log(1 / delta) + d * np.log(1 + n * L / (beta * d)))
+            + np.sqrt(beta * S)
+        )
     raise ValueError(f"mode must be 'code' or 'oful', got {mode!r}")
 
 
@@ -124,9 +129,15 @@ def lcb(Z, theta_hat, Vinv, rad: float) -> np.ndarray:
     r""":math:`z^\top\hat\theta-\rho\|z\|_{V^{-1}}` for ``Z`` of shape ``(R, M, d)`` with per-run ``theta_hat (R, d)``, ``Vinv (R, d, d)``."""
     Z = np.asarray(Z, dtype=float)
     theta_hat, Vinv = np.asarray(theta_hat, dtype=float), np.asarray(Vinv, dtype=float)
-    if Z.ndim != 3 or theta_hat.shape != (Z.shape[0], Z.shape[2]) or Vinv.shape != (Z.shape[0],) + (Z.shape[2],) * 2:
-        raise ValueError(f"Z must be (R, M, d) with theta_hat (R, d) and Vinv (R, d, d); got {Z.shape}, "
-                         f"{theta_hat.shape}, {Vinv.shape}")
+    if (
+        Z.ndim != 3
+        or theta_hat.shape != (Z.shape[0], Z.shape[2])
+        or Vinv.shape != (Z.shape[0],) + (Z.shape[2],) * 2
+    ):
+        raise ValueError(
+            f"Z must be (R, M, d) with theta_hat (R, d) and Vinv (R, d, d); got {Z.shape}, "
+            f"{theta_hat.shape}, {Vinv.shape}"
+        )
     # explicit sums over the (small) feature dimension: much faster than batched matmuls with d = 2
     d = Z.shape[2]
     cols = [Z[..., i] for i in range(d)]
@@ -148,7 +159,9 @@ def top_quantile(values, n: int) -> np.ndarray:
     n = positive_int(n, "n")
     M = values.shape[-1]
     if M < 20 * n:
-        raise ValueError(f"values must hold at least 20 n = {20 * n} samples along the last axis, got {M}")
+        raise ValueError(
+            f"values must hold at least 20 n = {20 * n} samples along the last axis, got {M}"
+        )
     k = M // n
     return np.partition(values, M - k, axis=-1)[..., M - k]
 
@@ -164,7 +177,9 @@ def expected_stop_probability(n_decide: int, M: int, n: int) -> float:
     n_decide, M, n = positive_int(n_decide, "n_decide"), positive_int(M, "M"), positive_int(n, "n")
     k = M // n
     dist = stats.beta(k, M - k + 1)
-    val, _ = integrate.quad(lambda p: (1 - p) ** n_decide * dist.pdf(p), 0, min(1.0, 50 * k / M), limit=200)
+    val, _ = integrate.quad(
+        lambda p: (1 - p) ** n_decide * dist.pdf(p), 0, min(1.0, 50 * k / M), limit=200
+    )
     return float(1 - val)
 
 
@@ -179,7 +194,7 @@ def _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor):
     """Validated common arguments of the i.i.d. LCB policies."""
     theta = np.asarray(theta, dtype=float)
     d = theta.size
-    sigma = _check_sigma(sigma)
+    sigma = nonnegative(sigma, "sigma")
     n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
     n_runs = positive_int(n_runs, "n_runs")
     check_generator(rng)
@@ -187,8 +202,19 @@ def _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor):
     return theta, d, sigma, n, ell, n_runs, rad, positive_int(M_factor, "M_factor") * n
 
 
-def etd_lcbt_iid(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | None = None, beta: float = 1.0,
-                 rad: float | None = None, M_factor: int = 20, chunk: int = 25) -> dict:
+def etd_lcbt_iid(
+    theta,
+    sigma: float,
+    n: int,
+    n_runs: int,
+    rng,
+    *,
+    ell: int | None = None,
+    beta: float = 1.0,
+    rad: float | None = None,
+    M_factor: int = 20,
+    chunk: int = 25,
+) -> dict:
     r"""Explore-then-Decide with the LCB threshold (Algorithm ETD-LCBT, i.i.d. features).
 
     Explore for ``ell`` steps (never stop), fit ridge, set :math:`\alpha` to the :math:`(1-1/n)` quantile of
@@ -196,9 +222,11 @@ def etd_lcbt_iid(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | No
     first :math:`i>\ell` with :math:`X^{LCB}(x_i)\ge\alpha`. Returns per-run ``reward`` (0 if no stop),
     ``stopped``, ``tau`` (-1 if none), ``maxima`` (:math:`\max_{i\le n}X_i`), ``alpha``.
     """
-    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor)
+    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(
+        theta, sigma, n, n_runs, rng, ell, rad, M_factor
+    )
     out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "alpha")}
-    chunk = max(1, min(int(chunk), int(2e7 // M)))            # keep the calibration block near 300 MB
+    chunk = max(1, min(int(chunk), int(2e7 // M)))  # keep the calibration block near 300 MB
     for start in range(0, n_runs, chunk):
         r = min(chunk, n_runs - start)
         x = iid_features((r, n), d, rng)
@@ -218,15 +246,27 @@ def etd_lcbt_iid(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | No
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
-def eps_greedy_lcbt(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int | None = None, beta: float = 1.0,
-                    rad: float | None = None, M_factor: int = 20) -> dict:
+def eps_greedy_lcbt(
+    theta,
+    sigma: float,
+    n: int,
+    n_runs: int,
+    rng,
+    *,
+    ell: int | None = None,
+    beta: float = 1.0,
+    rad: float | None = None,
+    M_factor: int = 20,
+) -> dict:
     r""":math:`\varepsilon`-Greedy-LCBT: explore with probability :math:`\varepsilon=\sqrt{\ell_n/n}` (never stop then), else decide.
 
     Our variant, stated because recalibrating after every exploration costs :math:`O(Mn)`: the threshold is
     recomputed (the :math:`(1-1/n)` quantile of the LCB from fresh draws) when the number of explorations reaches
     :math:`2,4,8,\dots`; before the first recalibration the gambler only explores. Same outputs as :func:`etd_lcbt_iid`.
     """
-    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(theta, sigma, n, n_runs, rng, ell, rad, M_factor)
+    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(
+        theta, sigma, n, n_runs, rng, ell, rad, M_factor
+    )
     eps = np.sqrt(ell / n)
     reward, stopped_all, tau_all, maxima, alphas = [], [], [], [], []
     for _ in range(n_runs):
@@ -255,15 +295,20 @@ def eps_greedy_lcbt(theta, sigma: float, n: int, n_runs: int, rng, *, ell: int |
         tau_all.append(tau)
         maxima.append(X.max())
         alphas.append(alpha)
-    return dict(reward=np.array(reward), stopped=np.array(stopped_all), tau=np.array(tau_all),
-                maxima=np.array(maxima), alpha=np.array(alphas))
+    return dict(
+        reward=np.array(reward),
+        stopped=np.array(stopped_all),
+        tau=np.array(tau_all),
+        maxima=np.array(maxima),
+        alpha=np.array(alphas),
+    )
 
 
 def gusein_zade(theta, sigma: float, n: int, n_runs: int, rng) -> dict:
     r"""Secretary-style baseline on the noisy signals: watch :math:`\lceil n/e\rceil` steps, then stop at the first
     :math:`y_i` above their maximum. Pays the true :math:`X_\tau`."""
     theta = np.asarray(theta, dtype=float)
-    sigma = _check_sigma(sigma)
+    sigma = nonnegative(sigma, "sigma")
     n, n_runs = positive_int(n, "n"), positive_int(n_runs, "n_runs")
     check_generator(rng)
     x = iid_features((n_runs, n), theta.size, rng)
@@ -300,8 +345,20 @@ def _mc_half_emax(Zf_theta):
     return 0.5 * Zf_theta.max(axis=-1).mean(axis=-1)
 
 
-def etd_lcbt_noniid(lo, hi, theta, sigma: float, n_runs: int, rng, *, ell: int | None = None, beta: float = 1.0,
-                    rad: float | None = None, n_mc: int = 50, window: bool = False) -> dict:
+def etd_lcbt_noniid(
+    lo,
+    hi,
+    theta,
+    sigma: float,
+    n_runs: int,
+    rng,
+    *,
+    ell: int | None = None,
+    beta: float = 1.0,
+    rad: float | None = None,
+    n_mc: int = 50,
+    window: bool = False,
+) -> dict:
     r"""ETD-LCBT for non-identical boxes (Theorem 5.1), and with window access (Theorem 5.4) when ``window``.
 
     After ``ell`` exploration steps, :math:`\alpha=\tfrac12\mathbb E[\max_{s>\ell}z_s^\top\hat\theta]` by ``n_mc`` Monte Carlo draws of
@@ -313,7 +370,7 @@ def etd_lcbt_noniid(lo, hi, theta, sigma: float, n_runs: int, rng, *, ell: int |
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
     theta = np.asarray(theta, dtype=float)
     n, d = lo.shape
-    sigma = _check_sigma(sigma)
+    sigma = nonnegative(sigma, "sigma")
     n, ell = _check_horizon(n, default_ell(n) if ell is None else ell)
     n_runs, n_mc = positive_int(n_runs, "n_runs"), positive_int(n_mc, "n_mc")
     check_generator(rng)
@@ -324,16 +381,16 @@ def etd_lcbt_noniid(lo, hi, theta, sigma: float, n_runs: int, rng, *, ell: int |
         X = x @ theta
         y = X[:ell] + sigma * rng.standard_normal(ell)
         th, _, Vinv = ridge_fit(x[None, :ell], y[None], beta)
-        first = ell + 1 if window else ell                       # items after the threshold is set
-        future = box_features(lo[first:], hi[first:], n_mc, rng) @ th[0]    # (n_mc, n - first)
+        first = ell + 1 if window else ell  # items after the threshold is set
+        future = box_features(lo[first:], hi[first:], n_mc, rng) @ th[0]  # (n_mc, n - first)
         if window:
-            seen = (x[:ell + 1] @ th[0]).max()
+            seen = (x[: ell + 1] @ th[0]).max()
             alpha = 0.5 * np.maximum(future.max(axis=1), seen).mean()
         else:
             alpha = 0.5 * future.max(axis=1).mean()
         tau = -1
         if window:
-            lw = lcb(x[None, :ell + 1], th, Vinv, rad)[0]
+            lw = lcb(x[None, : ell + 1], th, Vinv, rad)[0]
             j = int(lw.argmax())
             if lw[j] >= alpha:
                 tau = j
@@ -355,7 +412,7 @@ def _trap_params(theta):
     theta = np.asarray(theta, dtype=float)
     if theta.shape != (2,) or np.any(theta <= 0):
         raise ValueError(f"theta must be a positive vector of length 2, got {theta}")
-    b = np.sort(theta / np.sqrt(2))                 # X = U1 + U2, U_j ~ U[0, theta_j / sqrt 2]
+    b = np.sort(theta / np.sqrt(2))  # X = U1 + U2, U_j ~ U[0, theta_j / sqrt 2]
     return b[0], b[1]
 
 
@@ -418,7 +475,9 @@ def oracle_ratio_exact(theta, n: int) -> float:
     r"""Exact competitive ratio of the known-:math:`\theta` quantile rule: :math:`(1-(1-1/n)^n)\,\mathbb E[X\mid X\ge\alpha^*]/\mathbb E\max`."""
     n = positive_int(n, "n")
     a = trapezoid_quantile(1 - 1 / n, theta)
-    return float(-np.expm1(n * np.log1p(-1 / n)) * cond_mean_above(a, theta) / expected_max_iid(theta, n))
+    return float(
+        -np.expm1(n * np.log1p(-1 / n)) * cond_mean_above(a, theta) / expected_max_iid(theta, n)
+    )
 
 
 # --------------------------------------------------------------------------- reporting
@@ -426,7 +485,9 @@ def ratio_of_sums(rewards, maxima, rng, n_boot: int = 2000):
     r"""The paper's metric :math:`\sum_r\text{reward}_r/\sum_r\max_r` and its bootstrap standard error (runs resampled)."""
     rewards, maxima = np.asarray(rewards, dtype=float), np.asarray(maxima, dtype=float)
     if rewards.shape != maxima.shape or rewards.ndim != 1 or rewards.size < 2:
-        raise ValueError("rewards and maxima must be 1-d arrays of the same length (at least 2 runs)")
+        raise ValueError(
+            "rewards and maxima must be 1-d arrays of the same length (at least 2 runs)"
+        )
     if np.any(maxima <= 0):
         raise ValueError("maxima must be positive")
     check_generator(rng)

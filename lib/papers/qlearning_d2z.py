@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .validate import check_generator, positive_int
+from lib.validate import check_generator, positive_int
 
 # Moves: up, right, down, left as (row, column) offsets.
 _MOVES = np.array([(-1, 0), (0, 1), (1, 0), (0, -1)])
@@ -71,10 +71,12 @@ class GridMDP:
             raise ValueError(f"reward_noise must be >= 0, got {self.reward_noise}")
         if self.noise_df is not None and not self.noise_df > 2:
             raise ValueError(f"noise_df must be > 2 (finite variance) or None, got {self.noise_df}")
-        S = self.size ** 2
+        S = self.size**2
         for s, (dest, _) in self.specials.items():
             if not (0 <= s < S and 0 <= dest < S):
-                raise ValueError(f"specials entry {s}: ({dest}, ...) is outside the {self.size}x{self.size} grid")
+                raise ValueError(
+                    f"specials entry {s}: ({dest}, ...) is outside the {self.size}x{self.size} grid"
+                )
         self.n_states, self.n_actions = S, 4
         d = S * 4
         ns = np.zeros((d, 4), dtype=np.int64)
@@ -109,7 +111,7 @@ class GridMDP:
 
     @property
     def noise_var(self) -> float:
-        return float(self.reward_noise ** 2)
+        return float(self.reward_noise**2)
 
     def transition_matrix(self) -> np.ndarray:
         """``P`` of shape ``(d, S)``: ``P[i, s'] = P(s' | s, a)``."""
@@ -183,7 +185,7 @@ class GridMDP:
         target = self.reward + self.gamma * V[self.next_state]
         mean = (self.prob * target).sum(axis=1)
         var = (self.prob * (target - mean[:, None]) ** 2).sum(axis=1)
-        var = np.where(var < 1e-15 * (1 + mean ** 2), 0.0, var) + self.noise_var
+        var = np.where(var < 1e-15 * (1 + mean**2), 0.0, var) + self.noise_var
         return G, np.diag(var)
 
     # -- sampling -------------------------------------------------------------------
@@ -203,12 +205,16 @@ class GridMDP:
             if self.noise_df is None:
                 z = rng.standard_normal((n_chains, self.d))
             else:
-                z = rng.standard_t(self.noise_df, (n_chains, self.d)) / np.sqrt(self.noise_df / (self.noise_df - 2))
+                z = rng.standard_t(self.noise_df, (n_chains, self.d)) / np.sqrt(
+                    self.noise_df / (self.noise_df - 2)
+                )
             r = r + self.reward_noise * z
         return ns, r
 
 
-def step_sizes(kind: str, n: int, eta: float, nu: float = 1.0, alpha: float | None = None) -> np.ndarray:
+def step_sizes(
+    kind: str, n: int, eta: float, nu: float = 1.0, alpha: float | None = None
+) -> np.ndarray:
     r"""The step-size schedule :math:`(\eta_t)_{t=1}^n`, shape ``(n,)``.
 
     ``"const"``: :math:`\eta`; ``"poly"``: :math:`\eta t^{-\alpha}`;
@@ -248,8 +254,16 @@ def _check_etas(etas):
     return etas
 
 
-def run_sync_q(mdp: GridMDP, etas, n_chains: int, rng: np.random.Generator, Q0=None,
-               tail_m: int | None = None, keep_from: int | None = None, track_error: bool = True):
+def run_sync_q(
+    mdp: GridMDP,
+    etas,
+    n_chains: int,
+    rng: np.random.Generator,
+    Q0=None,
+    tail_m: int | None = None,
+    keep_from: int | None = None,
+    track_error: bool = True,
+):
     r"""Run synchronous Q-learning on ``n_chains`` independent chains at once.
 
     Parameters
@@ -395,11 +409,18 @@ def gaussian_tail_cov_forward(G, Gamma, etas, m: int) -> np.ndarray:
         if t > n - m:
             W = W + X + X.T + P
             X = X + P
-    return W / m ** 2
+    return W / m**2
 
 
-def simulate_Y(G, Gamma, etas, n_chains: int, rng: np.random.Generator,
-               tail_m: int | None = None, keep_from: int | None = None):
+def simulate_Y(
+    G,
+    Gamma,
+    etas,
+    n_chains: int,
+    rng: np.random.Generator,
+    tail_m: int | None = None,
+    keep_from: int | None = None,
+):
     r"""Simulate the Gaussian chains :math:`Y_t=(I-\eta_t G)Y_{t-1}+\eta_t\aleph_t`, :math:`Y_0=0`.
 
     ``Gamma`` must be diagonal (it is for synchronous sampling), so it is never
@@ -455,7 +476,9 @@ def max_tail_partial_sum(X, center=None) -> np.ndarray:
     return np.abs(rev).max(axis=(1, 2))
 
 
-def brownian_tail_statistic(G, Gamma, L: int, n_chains: int, rng: np.random.Generator) -> np.ndarray:
+def brownian_tail_statistic(
+    G, Gamma, L: int, n_chains: int, rng: np.random.Generator
+) -> np.ndarray:
     r"""The same statistic for the Brownian (FCLT) surrogate: partial sums of i.i.d.
     :math:`G^{-1}\aleph_l`, :math:`l=1..L` (what a functional CLT would use)."""
     G, Gamma = _check_G_Gamma(G, Gamma)

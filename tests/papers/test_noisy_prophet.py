@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lib import noisy_prophet as npf
+from lib.papers import noisy_prophet as npf
 
 
 def gen(seed=0):
@@ -29,9 +29,14 @@ def test_trapezoid_cdf_matches_monte_carlo_and_quantile_inverts():
     x = npf.iid_features((200_000,), 2, g) @ theta
     ks = stats.kstest(x, lambda s: npf.trapezoid_cdf(s, theta))
     assert ks.pvalue > 0.01
-    assert npf.trapezoid_cdf(theta.sum() / np.sqrt(2), theta) == 1.0 and npf.trapezoid_cdf(0.0, theta) == 0.0
+    assert (
+        npf.trapezoid_cdf(theta.sum() / np.sqrt(2), theta) == 1.0
+        and npf.trapezoid_cdf(0.0, theta) == 0.0
+    )
     for q in (0.001, 0.2, 0.5, 0.9, 1 - 1e-5):
-        assert npf.trapezoid_cdf(npf.trapezoid_quantile(q, theta), theta) == pytest.approx(q, abs=1e-12)
+        assert npf.trapezoid_cdf(npf.trapezoid_quantile(q, theta), theta) == pytest.approx(
+            q, abs=1e-12
+        )
 
 
 def test_expected_max_and_conditional_mean():
@@ -96,7 +101,9 @@ def test_oracle_exact_ratio_above_bound():
 
 def test_expected_stop_probability_limit():
     n, nd = 1000, 900
-    assert npf.expected_stop_probability(nd, 1000 * n, n) == pytest.approx(1 - (1 - 1 / n) ** nd, abs=2e-3)
+    assert npf.expected_stop_probability(nd, 1000 * n, n) == pytest.approx(
+        1 - (1 - 1 / n) ** nd, abs=2e-3
+    )
     assert npf.expected_stop_probability(nd, 20 * n, n) < 1 - (1 - 1 / n) ** nd
 
 
@@ -109,7 +116,9 @@ def test_ratio_of_sums():
 def test_conf_radius_modes():
     assert npf.conf_radius(2, 10**4) == pytest.approx(np.sqrt(2 * np.log(10**4)))
     r = npf.conf_radius(2, 500, sigma=0.5, S=0.3, mode="oful", delta=0.01)
-    assert r == pytest.approx(0.5 * np.sqrt(2 * np.log(100) + 2 * np.log(1 + 500 / 2)) + np.sqrt(0.3))
+    assert r == pytest.approx(
+        0.5 * np.sqrt(2 * np.log(100) + 2 * np.log(1 + 500 / 2)) + np.sqrt(0.3)
+    )
 
 
 def test_bad_input_is_rejected_with_named_argument():

@@ -26,65 +26,25 @@ of :math:`ZZ^\top` and ``"mut"`` that of :math:`Z^\top Z`.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import optimize, special
 
-from .validate import check_generator, positive_int
+from lib.validate import (
+    check_generator,
+    nonnegative,
+    positive,
+    positive_int,
+    real,
+    real_array,
+    unit_vector,
+)
 
 MEASURES = ("uu", "vv", "uv", "mu", "mut")
-_REAL = (int, float, np.integer, np.floating)
 
 
 # --------------------------------------------------------------------------- input checks
-def _check_c(c) -> float:
-    if isinstance(c, bool) or not isinstance(c, _REAL):
-        raise TypeError(f"c must be a real number, got {type(c).__name__}")
-    c = float(c)
-    if not np.isfinite(c) or c <= 0:
-        raise ValueError(f"c must be a positive aspect ratio p/n, got {c}")
-    return c
-
-
-def _check_lam(lam) -> float:
-    if isinstance(lam, bool) or not isinstance(lam, _REAL):
-        raise TypeError(f"lam must be a real number, got {type(lam).__name__}")
-    lam = float(lam)
-    if not np.isfinite(lam) or lam < 0:
-        raise ValueError(f"lam must be a non-negative signal strength, got {lam}")
-    return lam
-
-
-def _check_alpha(alpha, name: str) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, _REAL):
-        raise TypeError(f"{name} must be a real number, got {type(alpha).__name__}")
-    alpha = float(alpha)
-    if not np.isfinite(alpha) or abs(alpha) > 1:
-        raise ValueError(f"{name} must be an overlap in [-1, 1], got {alpha}")
-    return alpha
-
-
-def _check_unit(x, name: str, dim: int | None = None) -> np.ndarray:
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 1:
-        raise ValueError(f"{name} must be a 1-d vector, got shape {x.shape}")
-    if dim is not None and x.shape[0] != dim:
-        raise ValueError(f"{name} must have length {dim}, got {x.shape[0]}")
-    if not np.all(np.isfinite(x)) or abs(np.linalg.norm(x) - 1.0) > 1e-8:
-        raise ValueError(f"{name} must be a unit vector, got norm {np.linalg.norm(x):.6g}")
-    return x
-
-
-def _check_matrix(X) -> np.ndarray:
-    X = np.asarray(X, dtype=float)
-    if X.ndim != 2 or min(X.shape) < 1:
-        raise ValueError(f"X must be a non-empty 2-d matrix, got shape {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X must be finite")
-    return X
-
-
 def _check_times(ts, name: str = "ts") -> np.ndarray:
     ts = np.atleast_1d(np.asarray(ts, dtype=float))
     if ts.ndim != 1 or ts.size == 0 or not np.all(np.isfinite(ts)) or np.any(ts < 0):
@@ -97,8 +57,17 @@ def _unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x)
 
 
-def sample_spiked(p: int, n: int, lam: float, rng: np.random.Generator, *, u_kind: str = "gaussian",
-                  v_kind: str = "bernoulli", rho: float = 0.3, noise: str = "gaussian"):
+def sample_spiked(
+    p: int,
+    n: int,
+    lam: float,
+    rng: np.random.Generator,
+    *,
+    u_kind: str = "gaussian",
+    v_kind: str = "bernoulli",
+    rho: float = 0.3,
+    noise: str = "gaussian",
+):
     """Draw ``X = lam u* v*^T + Z`` with ``Var Z_ij = 1/n``; returns ``(X, u_star, v_star)``.
 
     ``u_kind``/``v_kind``: ``"gaussian"`` (normalised Gaussian vector) or ``"bernoulli"``
@@ -107,7 +76,7 @@ def sample_spiked(p: int, n: int, lam: float, rng: np.random.Generator, *, u_kin
     freedom rescaled to unit variance), each divided by ``sqrt(n)``.
     """
     p, n = positive_int(p, "p"), positive_int(n, "n")
-    lam = _check_lam(lam)
+    lam = nonnegative(lam, "lam")
     check_generator(rng)
     if not 0 < rho <= 1:
         raise ValueError(f"rho must be in (0, 1], got {rho}")
@@ -138,8 +107,8 @@ def sample_spiked(p: int, n: int, lam: float, rng: np.random.Generator, *, u_kin
 
 def init_with_overlap(w_star, alpha: float, rng: np.random.Generator) -> np.ndarray:
     """A unit vector ``w0`` with ``<w0, w_star> = alpha`` exactly, uniform otherwise."""
-    w_star = _check_unit(w_star, "w_star")
-    alpha = _check_alpha(alpha, "alpha")
+    w_star = unit_vector(w_star, "w_star")
+    alpha = real(alpha, "alpha", lo=-1.0, hi=1.0)
     check_generator(rng)
     g = rng.standard_normal(w_star.shape[0])
     g -= (g @ w_star) * w_star
@@ -153,7 +122,7 @@ def init_with_overlap(w_star, alpha: float, rng: np.random.Generator) -> np.ndar
 # --------------------------------------------------------------------------- dynamics at finite n
 def flow_rhs(X) -> Callable[[float, np.ndarray], np.ndarray]:
     """The right-hand side of the (nonlinear) Riemannian flow on ``w = (u, v)``, for ``solve_ivp``."""
-    X = _check_matrix(X)
+    X = real_array(X, "X", ndim=2)
     p = X.shape[0]
 
     def rhs(_t, w):
@@ -165,18 +134,20 @@ def flow_rhs(X) -> Callable[[float, np.ndarray], np.ndarray]:
     return rhs
 
 
-def riemannian_gd(X, u0, v0, eta: float, n_steps: int, u_star, v_star, *, record_every: int = 1) -> dict:
+def riemannian_gd(
+    X, u0, v0, eta: float, n_steps: int, u_star, v_star, *, record_every: int = 1
+) -> dict:
     """Riemannian GD with retraction, simultaneous update.
 
     ``u <- normalize(u + eta (I - u u^T) X v)``, ``v <- normalize(v + eta (I - v v^T) X^T u)``.
     Returns ``dict(t, qu, qv, obj, u, v)`` at steps ``0, record_every, ...`` (``t = k * eta``);
     ``u, v`` are the final iterates.
     """
-    X = _check_matrix(X)
+    X = real_array(X, "X", ndim=2)
     p, n = X.shape
-    u = _check_unit(u0, "u0", p).copy()
-    v = _check_unit(v0, "v0", n).copy()
-    u_star, v_star = _check_unit(u_star, "u_star", p), _check_unit(v_star, "v_star", n)
+    u = unit_vector(u0, "u0", dim=p).copy()
+    v = unit_vector(v0, "v0", dim=n).copy()
+    u_star, v_star = unit_vector(u_star, "u_star", dim=p), unit_vector(v_star, "v_star", dim=n)
     eta = float(eta)
     if not np.isfinite(eta) or eta <= 0:
         raise ValueError(f"eta must be a positive step size, got {eta}")
@@ -212,22 +183,29 @@ def exact_flow(X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False) -
     ``(|y_u| - |y_v|)/|y_u|`` (zero in exact arithmetic), plus ``u, v`` of shape ``(T, p)`` and
     ``(T, n)`` when ``return_vectors``.
     """
-    X = _check_matrix(X)
+    X = real_array(X, "X", ndim=2)
     p, n = X.shape
-    u0, v0 = _check_unit(u0, "u0", p), _check_unit(v0, "v0", n)
-    u_star, v_star = _check_unit(u_star, "u_star", p), _check_unit(v_star, "v_star", n)
+    u0, v0 = unit_vector(u0, "u0", dim=p), unit_vector(v0, "v0", dim=n)
+    u_star, v_star = unit_vector(u_star, "u_star", dim=p), unit_vector(v_star, "v_star", dim=n)
     ts = _check_times(ts)
     U, S, Vt = np.linalg.svd(X, full_matrices=False)
     a, b = U.T @ u0, Vt @ v0
     s_max = S[0]
-    out = dict(t=ts, qu=np.empty(ts.size), qv=np.empty(ts.size), obj=np.empty(ts.size),
-               norm_gap=np.empty(ts.size))
+    out = dict(
+        t=ts,
+        qu=np.empty(ts.size),
+        qv=np.empty(ts.size),
+        obj=np.empty(ts.size),
+        norm_gap=np.empty(ts.size),
+    )
     if return_vectors:
         out["u"], out["v"] = np.empty((ts.size, p)), np.empty((ts.size, n))
     for i, t in enumerate(ts):
         scale = np.exp(-t * s_max)
-        ch = 0.5 * (np.exp(t * (S - s_max)) + np.exp(-t * (S + s_max))) - scale   # (cosh tS - 1) e^{-t smax}
-        sh = 0.5 * (np.exp(t * (S - s_max)) - np.exp(-t * (S + s_max)))           # sinh(tS) e^{-t smax}
+        ch = (
+            0.5 * (np.exp(t * (S - s_max)) + np.exp(-t * (S + s_max))) - scale
+        )  # (cosh tS - 1) e^{-t smax}
+        sh = 0.5 * (np.exp(t * (S - s_max)) - np.exp(-t * (S + s_max)))  # sinh(tS) e^{-t smax}
         yu = scale * u0 + U @ (ch * a + sh * b)
         yv = scale * v0 + Vt.T @ (ch * b + sh * a)
         nu_, nv_ = np.linalg.norm(yu), np.linalg.norm(yv)
@@ -243,7 +221,7 @@ def exact_flow(X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False) -
 # --------------------------------------------------------------------------- random-matrix transforms
 def mp_edges(c: float) -> tuple[float, float]:
     """The edges ``E_- = (1 - sqrt c)^2`` and ``E_+ = (1 + sqrt c)^2`` of the MP bulk."""
-    c = _check_c(c)
+    c = positive(c, "c")
     return (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
 
 
@@ -254,7 +232,7 @@ def mp_stieltjes(z, c: float):
     puts the branch cut on ``[E_-, E_+]`` only. ``z`` must not lie on the real axis inside
     the support (use :func:`mp_density` there).
     """
-    c = _check_c(c)
+    c = positive(c, "c")
     z = np.asarray(z, dtype=complex)
     em, ep = mp_edges(c)
     root = np.sqrt(z - ep) * np.sqrt(z - em)
@@ -270,7 +248,7 @@ def _m_boundary(x, c):
 
 def mp_density(x, c: float):
     """Density of the continuous part of the MP law of ``Z Z^T`` (zero outside the bulk)."""
-    c = _check_c(c)
+    c = positive(c, "c")
     em, ep = mp_edges(c)
     x = np.asarray(x, dtype=float)
     inside = (x > em) & (x < ep)
@@ -292,7 +270,7 @@ def spiked_transforms(z, c: float, lam: float) -> dict:
     With :math:`\tilde m=cm-(1-c)/z` and :math:`D=1-\lambda^2zm\tilde m`:
     ``uu = m/D``, ``vv = m~/D``, ``uv = -lam z m m~/D``, ``mu = m``, ``mut = m~``.
     """
-    c, lam = _check_c(c), _check_lam(lam)
+    c, lam = positive(c, "c"), nonnegative(lam, "lam")
     z = np.asarray(z, dtype=complex)
     return _transforms_from_m(z, mp_stieltjes(z, c), c, lam)
 
@@ -304,7 +282,7 @@ def outlier(c: float, lam: float):
     :math:`w_u^2=(1-c\lambda^{-4})/(1+c\lambda^{-2})`, :math:`w_v^2=(1-c\lambda^{-4})/(1+\lambda^{-2})`
     (the atom of ``uu``, ``vv``; the atom of ``uv`` is ``sqrt(theta) w_u w_v``).
     """
-    c, lam = _check_c(c), _check_lam(lam)
+    c, lam = positive(c, "c"), nonnegative(lam, "lam")
     if lam <= c**0.25:
         return None
     theta = (1 + lam**2) * (c + lam**2) / lam**2
@@ -315,7 +293,7 @@ def outlier(c: float, lam: float):
 
 def zero_atoms(c: float, lam: float) -> dict:
     """Masses at 0 of the five measures (the null space of the larger Gram matrix)."""
-    c, lam = _check_c(c), _check_lam(lam)
+    c, lam = positive(c, "c"), nonnegative(lam, "lam")
     out = dict(uu=0.0, vv=0.0, uv=0.0, mu=0.0, mut=0.0)
     if c < 1:
         out["vv"] = (1 - c) / (1 + lam**2)
@@ -344,23 +322,33 @@ def _bulk_rule(c, lam, n_nodes):
     """Nodes and weights (one row per measure) of the bulk part, Gauss–Chebyshev (2nd kind)."""
     em, ep = mp_edges(c)
     if em < 1e-6:
-        raise ValueError("the quadrature method needs c != 1 (the MP density is singular at 0 "
-                         "when c = 1); use method='contour'")
+        raise ValueError(
+            "the quadrature method needs c != 1 (the MP density is singular at 0 "
+            "when c = 1); use method='contour'"
+        )
     y, w = special.roots_chebyu(n_nodes)
     mid, half = 0.5 * (ep + em), 0.5 * (ep - em)
     x = mid + half * y
     m = _m_boundary(x, c)
     tr = _transforms_from_m(x + 0j, m, c, lam)
-    root = np.sqrt((ep - x) * (x - em))   # = half * sqrt(1 - y^2)
+    root = np.sqrt((ep - x) * (x - em))  # = half * sqrt(1 - y^2)
     weights = {}
     for k in MEASURES:
-        h = tr[k].imag / (np.pi * root)    # density / sqrt((E+ - x)(x - E-)), smooth on the bulk
-        weights[k] = w * h * half**2       # int f rho dx = int f h half^2 sqrt(1-y^2) dy
+        h = tr[k].imag / (np.pi * root)  # density / sqrt((E+ - x)(x - E-)), smooth on the bulk
+        weights[k] = w * h * half**2  # int f rho dx = int f h half^2 sqrt(1-y^2) dy
     return x, weights
 
 
-def spectral_integral(f: Callable, which: str, c: float, lam: float, *, method: str = "quadrature",
-                      n_nodes: int = 400, radius_pad: float = 0.3) -> float:
+def spectral_integral(
+    f: Callable,
+    which: str,
+    c: float,
+    lam: float,
+    *,
+    method: str = "quadrature",
+    n_nodes: int = 400,
+    radius_pad: float = 0.3,
+) -> float:
     r"""``∫ f dν`` for one of the measures ``"uu", "vv", "uv", "mu", "mut"``.
 
     ``method="contour"``: :math:`-\frac1{2\pi i}\oint f(z)s(z)\,dz` on a circle enclosing
@@ -371,7 +359,7 @@ def spectral_integral(f: Callable, which: str, c: float, lam: float, *, method: 
     """
     if which not in MEASURES:
         raise ValueError(f"which must be one of {MEASURES}, got {which!r}")
-    c, lam = _check_c(c), _check_lam(lam)
+    c, lam = positive(c, "c"), nonnegative(lam, "lam")
     n_nodes = positive_int(n_nodes, "n_nodes")
     if method == "contour":
         out = outlier(c, lam)
@@ -393,7 +381,9 @@ def spectral_integral(f: Callable, which: str, c: float, lam: float, *, method: 
     raise ValueError(f"method must be 'contour' or 'quadrature', got {method!r}")
 
 
-def residue(which: str, c: float, lam: float, at: float, *, radius: float, n_nodes: int = 512) -> float:
+def residue(
+    which: str, c: float, lam: float, at: float, *, radius: float, n_nodes: int = 512
+) -> float:
     r"""Mass of ``which`` at the point ``at``: :math:`-\frac1{2\pi i}\oint s(z)\,dz` on a small circle."""
     if which not in MEASURES:
         raise ValueError(f"which must be one of {MEASURES}, got {which!r}")
@@ -421,8 +411,9 @@ def _scaled_basis(x, ts, r):
     return e1, e3
 
 
-def deterministic_curves(ts, c: float, lam: float, alpha_u: float, alpha_v: float, *,
-                         n_nodes: int = 400) -> dict:
+def deterministic_curves(
+    ts, c: float, lam: float, alpha_u: float, alpha_v: float, *, n_nodes: int = 400
+) -> dict:
     r"""Theorem 1 (book's derivation): the limiting overlaps and objective at times ``ts``.
 
     :math:`\tilde q_u=\hat q_u/\sqrt{\hat p}`, :math:`\tilde q_v=\hat q_v/\sqrt{\hat p}` with
@@ -439,8 +430,8 @@ def deterministic_curves(ts, c: float, lam: float, alpha_u: float, alpha_v: floa
     catastrophically. Returns ``dict(t, qu, qv, obj, log_p)`` (``log_p = log p_hat``).
     """
     ts = _check_times(ts)
-    c, lam = _check_c(c), _check_lam(lam)
-    au, av = _check_alpha(alpha_u, "alpha_u"), _check_alpha(alpha_v, "alpha_v")
+    c, lam = positive(c, "c"), nonnegative(lam, "lam")
+    au, av = real(alpha_u, "alpha_u", lo=-1.0, hi=1.0), real(alpha_v, "alpha_v", lo=-1.0, hi=1.0)
     bu2, bv2 = 1 - au**2, 1 - av**2
     n_nodes = positive_int(n_nodes, "n_nodes")
     x, W = _bulk_rule(c, lam, n_nodes)
@@ -456,11 +447,20 @@ def deterministic_curves(ts, c: float, lam: float, alpha_u: float, alpha_v: floa
     # scaled by e^{-t r} (overlaps) and e^{-2 t r} (p_hat and its derivative)
     qu = au * bulk("uu", e1) + av * bulk("uv", e3)
     qv = av * bulk("vv", e1) + au * bulk("uv", e3)
-    ph = (au**2 * bulk("uu", e1**2) + bu2 * bulk("mu", e1**2) + 2 * au * av * bulk("uv", e1 * e3)
-          + av**2 * bulk("vv", xs * e3**2) + bv2 * bulk("mut", xs * e3**2))
-    dph = (au**2 * bulk("uu", 2 * xs * e1 * e3) + bu2 * bulk("mu", 2 * xs * e1 * e3)
-           + 2 * au * av * bulk("uv", e1**2 + xs * e3**2)
-           + av**2 * bulk("vv", 2 * xs * e1 * e3) + bv2 * bulk("mut", 2 * xs * e1 * e3))
+    ph = (
+        au**2 * bulk("uu", e1**2)
+        + bu2 * bulk("mu", e1**2)
+        + 2 * au * av * bulk("uv", e1 * e3)
+        + av**2 * bulk("vv", xs * e3**2)
+        + bv2 * bulk("mut", xs * e3**2)
+    )
+    dph = (
+        au**2 * bulk("uu", 2 * xs * e1 * e3)
+        + bu2 * bulk("mu", 2 * xs * e1 * e3)
+        + 2 * au * av * bulk("uv", e1**2 + xs * e3**2)
+        + av**2 * bulk("vv", 2 * xs * e1 * e3)
+        + bv2 * bulk("mut", 2 * xs * e1 * e3)
+    )
     # atoms at zero: l1 = cosh^2 = 1, sinh^2 = 0 and every derivative term vanishes
     z = zero_atoms(c, lam)
     damp = np.exp(-ts * r)
@@ -472,7 +472,7 @@ def deterministic_curves(ts, c: float, lam: float, alpha_u: float, alpha_v: floa
         theta, wu2, wv2 = out
         wu, wv, st = np.sqrt(wu2), np.sqrt(wv2), np.sqrt(theta)
         kp, km = au * wu + av * wv, au * wu - av * wv
-        decay = np.exp(-2 * ts * st)     # e^{-2 t sqrt(theta)}; here r = sqrt(theta)
+        decay = np.exp(-2 * ts * st)  # e^{-2 t sqrt(theta)}; here r = sqrt(theta)
         qu = qu + 0.5 * wu * (kp + km * decay)
         qv = qv + 0.5 * wv * (kp - km * decay)
         ph = ph + 0.25 * (kp + km * decay) ** 2
@@ -491,8 +491,8 @@ def bbp_overlaps(c: float, lam: float) -> tuple[float, float]:
 
 def sign_bracket(c: float, lam: float, alpha_u: float, alpha_v: float) -> float:
     r""":math:`\alpha_v/\sqrt{1+\lambda^2}+\alpha_u/\sqrt{\lambda^2+c}`, whose sign is the limit's sign ``I``."""
-    c, lam = _check_c(c), _check_lam(lam)
-    au, av = _check_alpha(alpha_u, "alpha_u"), _check_alpha(alpha_v, "alpha_v")
+    c, lam = positive(c, "c"), nonnegative(lam, "lam")
+    au, av = real(alpha_u, "alpha_u", lo=-1.0, hi=1.0), real(alpha_v, "alpha_v", lo=-1.0, hi=1.0)
     return av / np.sqrt(1 + lam**2) + au / np.sqrt(lam**2 + c)
 
 
@@ -506,16 +506,24 @@ def large_time_limit(c: float, lam: float, alpha_u: float, alpha_v: float) -> tu
 
 def critical_alpha_u(c: float, lam: float, alpha_v: float) -> float:
     """The ``alpha_u`` that makes the sign bracket vanish (critical initialisation)."""
-    c, lam = _check_c(c), _check_lam(lam)
-    av = _check_alpha(alpha_v, "alpha_v")
+    c, lam = positive(c, "c"), nonnegative(lam, "lam")
+    av = real(alpha_v, "alpha_v", lo=-1.0, hi=1.0)
     au = -av * np.sqrt(lam**2 + c) / np.sqrt(1 + lam**2)
     if abs(au) > 1:
         raise ValueError(f"no critical alpha_u in [-1, 1] for alpha_v = {av}")
     return float(au)
 
 
-def early_stopping_time(gamma: float, c: float, lam: float, alpha_u: float, alpha_v: float,
-                        t_max: float, *, n_grid: int = 400) -> float:
+def early_stopping_time(
+    gamma: float,
+    c: float,
+    lam: float,
+    alpha_u: float,
+    alpha_v: float,
+    t_max: float,
+    *,
+    n_grid: int = 400,
+) -> float:
     """Remark 1: the first ``t`` with ``min(q_u, q_v) >= gamma`` on the limiting curves (``inf`` if none)."""
     if not 0 < gamma < 1:
         raise ValueError(f"gamma must be in (0, 1), got {gamma}")

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from lib import coarse_gaussian as cg
+from lib.papers import coarse_gaussian as cg
 
 
 def gen(seed=0):
@@ -43,7 +43,7 @@ def test_grid_moments_and_fisher_exact():
     mu = np.array([0.2])
     prob, means, covs = grid.cell_moments(mu)
     assert prob.sum() == pytest.approx(1, abs=1e-12)
-    assert np.sum(prob * means[:, 0]) == pytest.approx(0.2, abs=1e-12)          # tower property
+    assert np.sum(prob * means[:, 0]) == pytest.approx(0.2, abs=1e-12)  # tower property
     # law of total variance: 1 = E Var(x|P) + Var(E[x|P]) = (1 - F) + F
     F = cg.fisher_grid_exact(grid, mu)[0, 0]
     assert np.sum(prob * covs[:, 0, 0]) == pytest.approx(1 - F, abs=1e-12)
@@ -141,9 +141,90 @@ def test_kl_and_tv_coarse():
     assert cg.kl_coarse(grid, a, a) == pytest.approx(0, abs=1e-14)
     kl, tv = cg.kl_coarse(grid, a, b), cg.tv_coarse(grid, a, b)
     assert kl >= 2 * tv**2
-    assert tv <= cg.tv_gauss(a, b) + 1e-12                  # data processing
+    assert tv <= cg.tv_gauss(a, b) + 1e-12  # data processing
     alpha = cg.alpha_ratio(grid, a, np.array([b, b + 1]))
     assert np.all((alpha > 0) & (alpha <= 1))
+
+
+# ------------------------------------------------------------------- by-construction properties
+# Each is also shown as a `sanity` claim in book/03-coarse-gaussian-mean/identifiability.md.
+def test_excess_likelihood_is_kl_and_grid_likelihood_rises():
+    # 03/prop-4.1/kl-identity and 03/thm-3.1/grid-rises
+    g = gen(12)
+    Q, _ = np.linalg.qr(g.standard_normal((3, 3)))
+    edges = [np.arange(-2, 2.01, 1.0), np.arange(-2, 2.01, 1.3), [-0.5, 0.5]]
+    grid = cg.GridPartition(edges, rotation=Q)
+    mu_star = np.array([0.3, -0.5, 0.4])
+    L_star = cg.population_nll(grid, mu_star, mu_star)
+    for mu in mu_star + g.normal(size=(5, 3)):
+        excess = cg.population_nll(grid, mu_star, mu) - L_star
+        assert excess == pytest.approx(cg.kl_coarse(grid, mu_star, mu), abs=1e-10)
+    v = g.standard_normal(3)
+    v /= np.linalg.norm(v)
+    rise = [
+        cg.population_nll(grid, mu_star, mu_star + t * v) - L_star for t in (-2.0, -0.3, 0.3, 2.0)
+    ]
+    assert min(rise) > 0
+
+
+def test_grid_cell_covariances_are_below_identity():
+    # 03/prop-4.2/variance-reduction-grid: exact truncated-normal covariances have eigenvalues < 1
+    g = gen(13)
+    Q, _ = np.linalg.qr(g.standard_normal((3, 3)))
+    edges = [np.arange(-3, 3.01, 0.7), np.arange(-3, 3.01, 1.5), [0.0]]
+    grid = cg.GridPartition(edges, rotation=Q)
+    _, _, covs = grid.cell_moments(np.array([0.2, -1.0, 0.5]))
+    eig = np.linalg.eigvalsh(covs)
+    assert eig.max() < 1 and eig.min() > 0
+
+
+def test_slab_fisher_is_singular_along_the_slab_direction():
+    # 03/thm-3.1/slab-singular and 03/thm-3.1/null-direction (up to Monte Carlo noise ~ sqrt(2/N))
+    g = gen(14)
+    part, V = cg.slab_partition(3, 6, 2, g)
+    v = V[:, 0]
+    Fm, Fc = cg.fisher_information(part, np.array([0.3, -0.5, 0.4]), 100_000, g)
+    assert np.linalg.eigvalsh(Fm)[0] < 1e-2 and abs(np.linalg.eigvalsh(Fc)[0]) < 3e-2
+    assert abs(v @ Fm @ v) < 1e-2
+    assert abs(np.linalg.eigh(Fm)[1][:, 0] @ v) > 0.95
+
+
+def test_fisher_estimators_agree_by_total_covariance():
+    # 03/thm-3.1/estimators-agree: Cov(E[x|P]) = I - E Cov(x|P) (law of total covariance), so
+    # the two estimators differ by Monte Carlo noise only
+    g = gen(15)
+    part, _ = cg.slab_partition(3, 6, 3, g)
+    Fm, Fc = cg.fisher_information(part, np.array([0.3, -0.5, 0.4]), 100_000, g)
+    assert np.abs(Fm - Fc).max() < 3e-2
+
+
+def test_crn_likelihood_is_exactly_flat_along_the_slab_direction():
+    # 03/thm-3.1/flat-valley: with common random numbers no point changes cell along v, so the
+    # likelihood is flat to the last bit
+    g = gen(16)
+    part, V = cg.slab_partition(3, 5, 2, g)
+    mu = np.array([0.3, -0.5, 0.4])
+    base = g.standard_normal((5000, 3))
+    cells = np.unique(part.cell_id(base + mu))
+    lp0 = part.log_prob(mu, cells, base=base)
+    for t in (-3.0, -0.7, 1.1, 3.0):
+        assert np.array_equal(part.log_prob(mu + t * V[:, 0], cells, base=base), lp0)
+
+
+def test_alpha_decreases_under_nested_coarsening():
+    # 03/alpha/decreasing: a coarser nested grid is a function of the finer one, so by data
+    # processing its TV (hence the ratio, pointwise in mu) is no larger; here strictly smaller
+    # at the infimum
+    mu_star = np.array([0.2])
+    mus = np.linspace(-3.8, 4.2, 81)
+    mus = mus[np.abs(mus - 0.2) > 1e-6][:, None]
+    ratios = [
+        cg.alpha_ratio(cg.GridPartition([np.arange(-8, 8 + 1e-9, w)]), mu_star, mus)
+        for w in (1.0, 2.0, 4.0)
+    ]
+    for fine, coarse in zip(ratios, ratios[1:]):
+        assert np.all(coarse <= fine + 1e-12)
+        assert coarse.min() < fine.min()
 
 
 # --------------------------------------------------------------------------- estimators
@@ -174,7 +255,7 @@ def test_interval_regression_recovers_with_band():
 # --------------------------------------------------------------------------- bad input
 def test_bad_input_is_rejected_with_named_argument():
     with pytest.raises(ValueError, match="edges"):
-        cg.GridPartition([np.array([0.0, 1.0, 1.0])])          # overlapping / empty cell
+        cg.GridPartition([np.array([0.0, 1.0, 1.0])])  # overlapping / empty cell
     with pytest.raises(ValueError, match="edges"):
         cg.GridPartition([np.array([1.0, 0.0])])
     with pytest.raises(TypeError, match="edges"):
@@ -187,11 +268,15 @@ def test_bad_input_is_rejected_with_named_argument():
     with pytest.raises(ValueError, match="mu"):
         grid.log_prob(np.zeros(3), [0])
     with pytest.raises(ValueError, match="R must be at least D"):
-        cg.psgd_coarse_mean(grid, np.array([0, 1]), D=3.0, R=2.0, epochs=1, batch=1, c=0.5, rng=gen())
+        cg.psgd_coarse_mean(
+            grid, np.array([0, 1]), D=3.0, R=2.0, epochs=1, batch=1, c=0.5, rng=gen()
+        )
     with pytest.raises(ValueError, match="R"):
         grid.sample_truncated(np.zeros(2), [0], gen(), R=-1.0)
     with pytest.raises(ValueError, match="box"):
-        grid.sample_truncated(np.zeros(2), [0], gen(), R=1.0)      # corner cell (-inf,-3]^2 misses the box
+        grid.sample_truncated(
+            np.zeros(2), [0], gen(), R=1.0
+        )  # corner cell (-inf,-3]^2 misses the box
     with pytest.raises(ValueError, match="W"):
         cg.HyperplanePartition(np.zeros((2, 2)), np.zeros(2))
     with pytest.raises(ValueError, match="b must"):
@@ -210,4 +295,4 @@ def test_bad_input_is_rejected_with_named_argument():
         cg.kl_coarse(cg.HyperplanePartition(np.eye(2), np.zeros(2)), np.zeros(2), np.ones(2))
     empty = cg.HyperplanePartition(np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([1.0, 0.0]))
     with pytest.raises(ValueError, match="empty interior"):
-        cg.chebyshev_centre(empty, 3, R=5.0)                   # x1 > 1 and x1 < 0
+        cg.chebyshev_centre(empty, 3, R=5.0)  # x1 > 1 and x1 < 0

@@ -4,7 +4,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from lib import relu_regions as rr
+from lib.papers import relu_regions as rr
 
 
 def gen(seed=0):
@@ -65,7 +65,7 @@ def test_xor_like_hand_example():
 def test_dead_neurons_are_handled():
     # a second-layer neuron reading only a switched-off first-layer neuron is constant there
     Ws = [np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([[1.0, 0.0], [0.0, 0.0]])]
-    bs = [np.zeros(2), np.array([-0.5, 1.0])]          # the last neuron is constant +1 everywhere
+    bs = [np.zeros(2), np.array([-0.5, 1.0])]  # the last neuron is constant +1 everywhere
     G = rr.enumerate_regions(Ws, bs, x0=np.array([0.2, 0.3]))
     assert all(key[3] == 1 for key in G.nodes)
     # quadrants, with x1 = 0.5 splitting the two with x1 > 0
@@ -88,23 +88,55 @@ def test_shallow_closed_form(d, m):
     Ws, bs = rr.random_relu_net(d, [m], gen(6))
     G = rr.enumerate_regions(Ws, bs)
     assert (G.number_of_nodes(), G.number_of_edges()) == rr.shallow_counts(m, d)
-    assert rr.shallow_counts(16, 4)[0] == 2517          # the paper's depth-1 row
+    assert rr.shallow_counts(16, 4)[0] == 2517  # the paper's depth-1 row
 
 
 def test_bounds_helpers():
     assert rr.product_upper_bound([3, 4]) == 20
     assert rr.moore_lower_bound(1, 3) == 0
-    assert rr.moore_lower_bound(4, 3) == 1 and rr.moore_lower_bound(5, 3) == 2      # 1 + 3 = 4, 1 + 3 + 6 = 10
+    assert (
+        rr.moore_lower_bound(4, 3) == 1 and rr.moore_lower_bound(5, 3) == 2
+    )  # 1 + 3 = 4, 1 + 3 + 6 = 10
     G = nx.path_graph(10)
     lo, hi, mid = rr.diameter_estimate(G, gen(7), k=5)
     assert lo <= 9 <= hi and mid == 0.5 * (lo + hi)
     assert rr.avg_degree(G) == pytest.approx(1.8)
 
 
+def test_shallow_closed_form_avg_degree_increases_to_2d():
+    # the property behind the claims 14/thm-3.7/increasing and 14/thm-3.7/near-2d
+    for d in (2, 3, 4):
+        counts = [rr.shallow_counts(m, d) for m in range(d + 1, 201)]
+        avg = [2 * n_edges / n_regions for n_regions, n_edges in counts]
+        assert np.all(np.diff(avg) > 0) and avg[-1] < 2 * d
+    assert 5.9 <= 2 * rr.shallow_counts(200, 3)[1] / rr.shallow_counts(200, 3)[0] <= 6.0
+
+
+def test_moore_lower_bound_never_exceeds_the_diameter():
+    # the property behind the claim 14/thm-3.8/moore-lower: it holds for every connected graph
+    # the Petersen graph is a Moore graph: the bound is attained
+    assert rr.moore_lower_bound(10, 3) == 2 == nx.diameter(nx.petersen_graph())
+    graphs = [nx.path_graph(7), nx.cycle_graph(9), nx.grid_2d_graph(4, 5), nx.hypercube_graph(4)]
+    graphs += [nx.random_regular_graph(3, 20, seed=s) for s in range(5)]
+    graphs += [nx.random_labeled_tree(15, seed=s) for s in range(5)]
+    Ws, bs = rr.random_relu_net(2, [4, 3], gen(9))
+    graphs.append(rr.enumerate_regions(Ws, bs))
+    for G in graphs:
+        if not nx.is_connected(G):
+            continue
+        max_deg = max(deg for _, deg in G.degree)
+        assert rr.moore_lower_bound(G.number_of_nodes(), max_deg) <= nx.diameter(G)
+
+
 def test_from_torch():
     torch = pytest.importorskip("torch")
-    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2), torch.nn.ReLU(),
-                                torch.nn.Linear(2, 1))
+    model = torch.nn.Sequential(
+        torch.nn.Linear(3, 4),
+        torch.nn.ReLU(),
+        torch.nn.Linear(4, 2),
+        torch.nn.ReLU(),
+        torch.nn.Linear(2, 1),
+    )
     Ws, bs = rr.from_torch(model)
     assert rr.widths_of(Ws) == [4, 2]
     x = np.random.default_rng(8).standard_normal(3)

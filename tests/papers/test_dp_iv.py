@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import dp_iv as d
+from lib.papers import dp_iv as d
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +16,9 @@ def data():
 
 
 def test_simulate_shapes_and_endogeneity(data):
-    assert data["Z"].shape == (3000, 4) and data["X"].shape == (3000, 3) and data["Y"].shape == (3000,)
+    assert (
+        data["Z"].shape == (3000, 4) and data["X"].shape == (3000, 3) and data["Y"].shape == (3000,)
+    )
     assert data["Theta_star"].shape == (4, 3)
     assert np.linalg.norm(data["ols_bias"]) == pytest.approx(0.5)
 
@@ -85,10 +87,55 @@ def test_per_sample_grads_average_to_full_gradient(data):
     assert np.allclose(G2.mean(0), Th.T @ Z.T @ (Z @ Th @ b - Y) / n)
 
 
+def test_clipped_mean_replace_one_sensitivity_is_at_most_2_gamma_over_n(data):
+    # 04/lem-sensitivity/bound: one clipped row of norm <= gamma is swapped for another
+    rng = np.random.default_rng(6)
+    Z, X, Y = data["Z"][:300], data["X"][:300], data["Y"][:300]
+    n, gamma = Z.shape[0], 2.0
+    Th, b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    g1, g2, _, _ = d.clipped_mean_grads(Z, X, Y, Th, b, gamma, gamma)
+    for k in range(20):
+        Z2, X2, Y2 = Z.copy(), X.copy(), Y.copy()
+        j, scale = int(rng.integers(n)), (1.0 if k % 2 else 1e3)
+        Z2[j], X2[j], Y2[j] = scale * rng.standard_normal(4), scale * rng.standard_normal(3), scale
+        h1, h2, _, _ = d.clipped_mean_grads(Z2, X2, Y2, Th, b, gamma, gamma)
+        assert np.linalg.norm(h1 - g1) <= 2 * gamma / n * (1 + 1e-9)
+        assert np.linalg.norm(h2 - g2) <= 2 * gamma / n * (1 + 1e-9)
+
+
+def test_opposite_clipped_neighbour_attains_the_sensitivity_bound(data):
+    # 04/lem-sensitivity/tight: same z, residual of opposite sign and huge, so the clipped stage-2
+    # gradient flips to exactly minus the removed one and the change is 2 gamma / n
+    rng = np.random.default_rng(7)
+    Z, X, Y = data["Z"][:300], data["X"][:300], data["Y"][:300]
+    n, gamma = Z.shape[0], 2.0
+    Th, b = rng.standard_normal((4, 3)), rng.standard_normal(3)
+    _, G2 = d.per_sample_grads(Z, X, Y, Th, b)
+    _, g2, _, _ = d.clipped_mean_grads(Z, X, Y, Th, b, gamma, gamma)
+    for j in np.flatnonzero(np.linalg.norm(G2, axis=1) > gamma)[:5]:
+        resid = Z[j] @ Th @ b - Y[j]
+        Y2 = Y.copy()
+        Y2[j] = Y[j] + 2 * resid + np.sign(resid) * 1e3
+        _, h2, _, _ = d.clipped_mean_grads(Z, X, Y2, Th, b, gamma, gamma)
+        assert np.linalg.norm(h2 - g2) == pytest.approx(2 * gamma / n, rel=1e-9)
+
+
 def test_dp_with_infinite_budget_and_no_clipping_equals_2sgd(data):
     eta, alpha = d.public_step_sizes(data["Theta_star"], 3000, 4)
-    out = d.dp_two_stage_gd(data["Z"], data["X"], data["Y"], 15, math.inf, math.inf, 1e6, 1e6, eta, alpha,
-                            np.random.default_rng(0), n_runs=2)
+    out = d.dp_two_stage_gd(
+        data["Z"],
+        data["X"],
+        data["Y"],
+        15,
+        math.inf,
+        math.inf,
+        1e6,
+        1e6,
+        eta,
+        alpha,
+        np.random.default_rng(0),
+        n_runs=2,
+    )
     _, bs = d.two_stage_gd(data["Z"], data["X"], data["Y"], 15, eta, alpha)
     assert out["beta"].shape == (2, 16, 3)
     assert np.allclose(out["beta"][0], bs) and out["frac1"] == 0 and out["lam1"] == 0
@@ -98,7 +145,9 @@ def test_beta_noise_mse_exact_against_monte_carlo(data):
     Z, X, Y = data["Z"], data["X"], data["Y"]
     eta, alpha = d.public_step_sizes(data["Theta_star"], 3000, 4)
     T = 10
-    out = d.dp_two_stage_gd(Z, X, Y, T, math.inf, 1.0, 1e6, 1e6, eta, alpha, np.random.default_rng(3), n_runs=400)
+    out = d.dp_two_stage_gd(
+        Z, X, Y, T, math.inf, 1.0, 1e6, 1e6, eta, alpha, np.random.default_rng(3), n_runs=400
+    )
     _, bs = d.two_stage_gd(Z, X, Y, T, eta, alpha)
     sq = np.sum((out["beta"][:, -1] - bs[-1]) ** 2, axis=1)
     exact = d.beta_noise_mse_exact(Z, X, T, eta, alpha, out["lam2"])
@@ -108,7 +157,9 @@ def test_beta_noise_mse_exact_against_monte_carlo(data):
 def test_bad_input():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="q >= p"):
-        d.two_sls(rng.standard_normal((50, 2)), rng.standard_normal((50, 3)), rng.standard_normal(50))
+        d.two_sls(
+            rng.standard_normal((50, 2)), rng.standard_normal((50, 3)), rng.standard_normal(50)
+        )
     Z = rng.standard_normal((50, 3))
     Z[:, 2] = Z[:, 0]
     with pytest.raises(ValueError, match="rank deficient"):
@@ -122,12 +173,31 @@ def test_bad_input():
     with pytest.raises(ValueError, match="c must"):
         d.clip_rows(np.ones((2, 2)), 0)
     with pytest.raises(ValueError, match="rows"):
-        d.two_sls(rng.standard_normal((50, 2)), rng.standard_normal((40, 2)), rng.standard_normal(50))
+        d.two_sls(
+            rng.standard_normal((50, 2)), rng.standard_normal((40, 2)), rng.standard_normal(50)
+        )
     with pytest.raises(TypeError, match="rng"):
-        d.dp_two_stage_gd(rng.standard_normal((50, 2)), rng.standard_normal((50, 2)), rng.standard_normal(50),
-                          5, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 42)
+        d.dp_two_stage_gd(
+            rng.standard_normal((50, 2)),
+            rng.standard_normal((50, 2)),
+            rng.standard_normal(50),
+            5,
+            1.0,
+            1.0,
+            1.0,
+            1.0,
+            0.5,
+            0.5,
+            42,
+        )
     with pytest.raises(ValueError, match="T must"):
-        d.two_stage_gd(rng.standard_normal((50, 2)), rng.standard_normal((50, 2)), rng.standard_normal(50),
-                       0, 0.5, 0.5)
+        d.two_stage_gd(
+            rng.standard_normal((50, 2)),
+            rng.standard_normal((50, 2)),
+            rng.standard_normal(50),
+            0,
+            0.5,
+            0.5,
+        )
     with pytest.raises(ValueError, match="q >= p"):
         d.simulate_iv(10, 3, 2, 1, rng)

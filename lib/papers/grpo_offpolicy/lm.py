@@ -26,10 +26,19 @@ import numpy as np
 import torch
 from torch import nn
 
-from .validate import positive_int
+from lib.validate import positive_int
 
-__all__ = ["AdditionTask", "TinyLM", "sequence_logprobs", "exact_success",
-           "greedy_accuracy", "sample_answers", "supervised_warmup", "token_clip_loss", "grpo_train_lm"]
+__all__ = [
+    "AdditionTask",
+    "TinyLM",
+    "sequence_logprobs",
+    "exact_success",
+    "greedy_accuracy",
+    "sample_answers",
+    "supervised_warmup",
+    "token_clip_loss",
+    "grpo_train_lm",
+]
 
 PLUS, EQUALS = 10, 11
 VOCAB = 12
@@ -41,21 +50,32 @@ class AdditionTask:
     """All ``10^(2n)`` problems ``a + b`` with ``n``-digit operands (leading zeros allowed)."""
 
     n_digits: int
-    prompts: torch.Tensor   # (N, 2n + 2) long
-    answers: torch.Tensor   # (N, n + 1) long
+    prompts: torch.Tensor  # (N, 2n + 2) long
+    answers: torch.Tensor  # (N, n + 1) long
 
     @classmethod
-    def make(cls, n_digits: int) -> "AdditionTask":
+    def make(cls, n_digits: int) -> AdditionTask:
         n = positive_int(n_digits, "n_digits")
         if n > 3:
-            raise ValueError(f"n_digits must be at most 3 (10^(2n) problems are enumerated), got {n}")
-        base = 10 ** n
+            raise ValueError(
+                f"n_digits must be at most 3 (10^(2n) problems are enumerated), got {n}"
+            )
+        base = 10**n
         a, b = np.divmod(np.arange(base * base), base)
+
         def digits(x, k, lsd_first):
-            d = np.stack([(x // 10 ** j) % 10 for j in range(k)], axis=1)
+            d = np.stack([(x // 10**j) % 10 for j in range(k)], axis=1)
             return d if lsd_first else d[:, ::-1]
-        prompts = np.concatenate([digits(a, n, False), np.full((a.size, 1), PLUS), digits(b, n, False),
-                                  np.full((a.size, 1), EQUALS)], axis=1)
+
+        prompts = np.concatenate(
+            [
+                digits(a, n, False),
+                np.full((a.size, 1), PLUS),
+                digits(b, n, False),
+                np.full((a.size, 1), EQUALS),
+            ],
+            axis=1,
+        )
         answers = digits(a + b, n + 1, True)
         return cls(n, torch.as_tensor(prompts.copy()), torch.as_tensor(answers.copy()))
 
@@ -67,7 +87,7 @@ class AdditionTask:
     def answer_len(self) -> int:
         return int(self.answers.shape[1])
 
-    def to(self, device) -> "AdditionTask":
+    def to(self, device) -> AdditionTask:
         """The same task with its tensors on ``device``."""
         return AdditionTask(self.n_digits, self.prompts.to(device), self.answers.to(device))
 
@@ -78,26 +98,46 @@ class AdditionTask:
 
 # --------------------------------------------------------------------------- models
 class TinyLM(nn.Module):
-    """A small causal transformer (pre-norm, learned positions, no dropout)."""
+    """A small causal transformer (pre-norm, learned positions, no dropout).
 
-    def __init__(self, vocab: int = VOCAB, d_model: int = 64, n_layers: int = 2, n_heads: int = 4,
-                 max_len: int = 16, init_seed: int | None = None):
+    Build it inside ``lib.seed.torch_seeded(...)`` for a reproducible initialisation.
+    """
+
+    def __init__(
+        self,
+        vocab: int = VOCAB,
+        d_model: int = 64,
+        n_layers: int = 2,
+        n_heads: int = 4,
+        max_len: int = 16,
+    ):
         super().__init__()
-        for name, val in (("vocab", vocab), ("d_model", d_model), ("n_layers", n_layers),
-                          ("n_heads", n_heads), ("max_len", max_len)):
+        for name, val in (
+            ("vocab", vocab),
+            ("d_model", d_model),
+            ("n_layers", n_layers),
+            ("n_heads", n_heads),
+            ("max_len", max_len),
+        ):
             positive_int(val, name)
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
-        with torch.random.fork_rng(devices=[]):
-            if init_seed is not None:
-                torch.manual_seed(int(init_seed))
-            self._build(vocab, d_model, n_layers, n_heads, max_len)
+        # Initial weights come from torch's default initialisation; a notebook builds the
+        # model inside lib.seed.torch_seeded(...) for a reproducible draw.
+        self._build(vocab, d_model, n_layers, n_heads, max_len)
 
     def _build(self, vocab, d_model, n_layers, n_heads, max_len):
         self.tok = nn.Embedding(vocab, d_model)
         self.pos = nn.Embedding(max_len, d_model)
-        layer = nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model, dropout=0.0, batch_first=True,
-                                           norm_first=True, activation="gelu")
+        layer = nn.TransformerEncoderLayer(
+            d_model,
+            n_heads,
+            4 * d_model,
+            dropout=0.0,
+            batch_first=True,
+            norm_first=True,
+            activation="gelu",
+        )
         self.blocks = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
@@ -114,13 +154,17 @@ class TinyLM(nn.Module):
 
 
 # --------------------------------------------------------------------------- log-probabilities
-def sequence_logprobs(model: nn.Module, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+def sequence_logprobs(
+    model: nn.Module, prompts: torch.Tensor, responses: torch.Tensor
+) -> torch.Tensor:
     """Per-token log-probabilities ``log pi(y_t | prompt, y_<t)``, shape ``(N, A)``."""
     if prompts.ndim != 2 or responses.ndim != 2 or prompts.shape[0] != responses.shape[0]:
-        raise ValueError(f"prompts and responses must be (N, P) and (N, A), got {tuple(prompts.shape)} "
-                         f"and {tuple(responses.shape)}")
+        raise ValueError(
+            f"prompts and responses must be (N, P) and (N, A), got {tuple(prompts.shape)} "
+            f"and {tuple(responses.shape)}"
+        )
     ids = torch.cat([prompts, responses], dim=1)
-    logits = model(ids[:, :-1])[:, prompts.shape[1] - 1:, :]
+    logits = model(ids[:, :-1])[:, prompts.shape[1] - 1 :, :]
     return torch.log_softmax(logits.float(), dim=-1).gather(-1, responses.unsqueeze(-1)).squeeze(-1)
 
 
@@ -133,14 +177,17 @@ def exact_success(model: nn.Module, task: AdditionTask, idx=None, batch: int = 4
     batch = positive_int(batch, "batch")
     total = 0.0
     for s in range(0, len(idx), batch):
-        j = idx[s:s + batch]
-        total += float(sequence_logprobs(model, task.prompts[j], task.answers[j]).sum(-1).exp().sum())
+        j = idx[s : s + batch]
+        total += float(
+            sequence_logprobs(model, task.prompts[j], task.answers[j]).sum(-1).exp().sum()
+        )
     return total / len(idx)
 
 
 @torch.no_grad()
-def sample_answers(model: nn.Module, prompts: torch.Tensor, length: int, gen: torch.Generator,
-                   greedy: bool = False) -> torch.Tensor:
+def sample_answers(
+    model: nn.Module, prompts: torch.Tensor, length: int, gen: torch.Generator, greedy: bool = False
+) -> torch.Tensor:
     """Autoregressive sampling (temperature 1) or greedy decoding of ``length`` tokens."""
     length = positive_int(length, "length")
     ids = prompts
@@ -151,7 +198,7 @@ def sample_answers(model: nn.Module, prompts: torch.Tensor, length: int, gen: to
         else:
             nxt = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen)
         ids = torch.cat([ids, nxt], dim=1)
-    return ids[:, prompts.shape[1]:]
+    return ids[:, prompts.shape[1] :]
 
 
 @torch.no_grad()
@@ -163,8 +210,9 @@ def greedy_accuracy(model: nn.Module, task: AdditionTask, idx=None) -> float:
 
 
 # --------------------------------------------------------------------------- training
-def supervised_warmup(model: nn.Module, task: AdditionTask, steps: int, batch: int, lr: float,
-                      gen: torch.Generator) -> list:
+def supervised_warmup(
+    model: nn.Module, task: AdditionTask, steps: int, batch: int, lr: float, gen: torch.Generator
+) -> list:
     """Cross-entropy on the answer tokens of uniformly drawn problems (Adam). Returns the losses."""
     steps, batch = positive_int(steps, "steps"), positive_int(batch, "batch")
     if not lr > 0:
@@ -172,7 +220,9 @@ def supervised_warmup(model: nn.Module, task: AdditionTask, steps: int, batch: i
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(steps):
-        j = torch.randint(task.size, (batch,), generator=gen, device=gen.device).to(task.prompts.device)
+        j = torch.randint(task.size, (batch,), generator=gen, device=gen.device).to(
+            task.prompts.device
+        )
         loss = -sequence_logprobs(model, task.prompts[j], task.answers[j]).mean()
         opt.zero_grad()
         loss.backward()
@@ -206,9 +256,24 @@ def token_clip_loss(logp, logp_k, logp_alpha, adv, clip: float, weights=None):
     return loss, float(inactive.float().mean())
 
 
-def grpo_train_lm(model: nn.Module, task: AdditionTask, *, v: int, i: int, iters: int, B: int, G: int,
-                  lr: float, clip: float = 0.2, eps: float = 1e-4, mask: bool = False,
-                  gen: torch.Generator, eval_idx=None, eval_every: int = 10, progress=None) -> dict:
+def grpo_train_lm(
+    model: nn.Module,
+    task: AdditionTask,
+    *,
+    v: int,
+    i: int,
+    iters: int,
+    B: int,
+    G: int,
+    lr: float,
+    clip: float = 0.2,
+    eps: float = 1e-4,
+    mask: bool = False,
+    gen: torch.Generator,
+    eval_idx=None,
+    eval_every: int = 10,
+    progress=None,
+) -> dict:
     """Token-level GRPO with sampler sync period ``v`` and ``i`` Adam steps per batch (trains
     ``model`` in place). Every ``eval_every`` steps (and at the end) records the exact expected
     reward on ``eval_idx``. Returns ``steps``, ``J``, ``batch_reward``, ``clip_frac`` (share of sampled
@@ -240,12 +305,16 @@ def grpo_train_lm(model: nn.Module, task: AdditionTask, *, v: int, i: int, iters
         synced = k % v == 0
         if synced:
             server.load_state_dict(model.state_dict())
-        idx = torch.randint(task.size, (B,), generator=gen, device=gen.device).to(task.prompts.device)
+        idx = torch.randint(task.size, (B,), generator=gen, device=gen.device).to(
+            task.prompts.device
+        )
         idx = idx.repeat_interleave(G)
         prompts = task.prompts[idx]
         resp = sample_answers(server, prompts, task.answer_len, gen)
         r = task.reward(idx, resp).view(B, G)
-        adv = ((r - r.mean(1, keepdim=True)) / torch.sqrt(r.var(1, unbiased=False, keepdim=True) + eps)).view(-1)
+        adv = (
+            (r - r.mean(1, keepdim=True)) / torch.sqrt(r.var(1, unbiased=False, keepdim=True) + eps)
+        ).view(-1)
         nonzero = (r.var(1, unbiased=False) > 0).float()
         keep = nonzero if mask else torch.ones_like(nonzero)
         n_keep = float(keep.sum())
@@ -253,12 +322,16 @@ def grpo_train_lm(model: nn.Module, task: AdditionTask, *, v: int, i: int, iters
             logp_alpha = sequence_logprobs(server, prompts, resp)
             logp_k = logp_alpha.clone() if synced else sequence_logprobs(model, prompts, resp)
             # tokens a clip centred at 1 (PPO on alpha) would already treat as outside the window
-            off_centre = float((torch.abs(torch.exp(logp_k - logp_alpha) - 1) > clip).float().mean())
+            off_centre = float(
+                (torch.abs(torch.exp(logp_k - logp_alpha) - 1) > clip).float().mean()
+            )
         frac = []
         if n_keep > 0:
             w = (keep / (G * n_keep)).repeat_interleave(G)
             for _ in range(i):
-                loss, f = token_clip_loss(sequence_logprobs(model, prompts, resp), logp_k, logp_alpha, adv, clip, w)
+                loss, f = token_clip_loss(
+                    sequence_logprobs(model, prompts, resp), logp_k, logp_alpha, adv, clip, w
+                )
                 opt.zero_grad()
                 loss.backward()
                 opt.step()

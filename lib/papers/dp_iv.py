@@ -23,26 +23,9 @@ import math
 
 import numpy as np
 
-from .validate import check_generator, positive_int
-
+from lib.validate import check_generator, positive, positive_int
 
 # ----------------------------------------------------------------------------- validation
-
-
-
-
-def _check_rho(rho, name="rho"):
-    if isinstance(rho, bool) or not isinstance(rho, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number (math.inf for no privacy), got {type(rho).__name__}")
-    if not rho > 0:
-        raise ValueError(f"{name} must be > 0 (math.inf for no privacy), got {rho}")
-    return float(rho)
-
-
-def _check_positive(v, name):
-    if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not (v > 0 and math.isfinite(v)):
-        raise ValueError(f"{name} must be a positive finite number, got {v!r}")
-    return float(v)
 
 
 def check_data(Z, X, Y):
@@ -54,10 +37,14 @@ def check_data(Z, X, Y):
         raise ValueError(f"Z, X must be 2-D and Y 1-D, got shapes {Z.shape}, {X.shape}, {Y.shape}")
     n, q = Z.shape
     if X.shape[0] != n or Y.shape[0] != n:
-        raise ValueError(f"Z, X, Y must have the same number of rows, got {n}, {X.shape[0]}, {Y.shape[0]}")
+        raise ValueError(
+            f"Z, X, Y must have the same number of rows, got {n}, {X.shape[0]}, {Y.shape[0]}"
+        )
     p = X.shape[1]
     if q < p:
-        raise ValueError(f"need at least as many instruments as regressors (q >= p), got q={q}, p={p}")
+        raise ValueError(
+            f"need at least as many instruments as regressors (q >= p), got q={q}, p={p}"
+        )
     if np.linalg.matrix_rank(Z) < q:
         raise ValueError("Z is rank deficient: the instruments must be linearly independent")
     if not (np.all(np.isfinite(Z)) and np.all(np.isfinite(X)) and np.all(np.isfinite(Y))):
@@ -66,8 +53,17 @@ def check_data(Z, X, Y):
 
 
 # ----------------------------------------------------------------------------- data and estimators
-def simulate_iv(n: int, p: int, q: int, r: int, rng: np.random.Generator, theta_scale: float = 0.2,
-                conf: float = 0.5, noise: float = 0.5, ols_bias: float | None = 0.5):
+def simulate_iv(
+    n: int,
+    p: int,
+    q: int,
+    r: int,
+    rng: np.random.Generator,
+    theta_scale: float = 0.2,
+    conf: float = 0.5,
+    noise: float = 0.5,
+    ols_bias: float | None = 0.5,
+):
     r"""The book's linear IV model with a confounder.
 
     :math:`z\sim\mathcal N(0,I_q)`, :math:`u\sim\mathcal N(0,I_r)`,
@@ -91,8 +87,8 @@ def simulate_iv(n: int, p: int, q: int, r: int, rng: np.random.Generator, theta_
     Theta = np.eye(q, p) + theta_scale * rng.standard_normal((q, p))
     Gam = conf * rng.standard_normal((r, p))
     g = conf * rng.standard_normal(r)
-    Exx = Theta.T @ Theta + Gam.T @ Gam + noise ** 2 * np.eye(p)   # E[x x^T]
-    bias = np.linalg.solve(Exx, Gam.T @ g)                          # E[xx^T]^{-1} E[x eps_1]
+    Exx = Theta.T @ Theta + Gam.T @ Gam + noise**2 * np.eye(p)  # E[x x^T]
+    bias = np.linalg.solve(Exx, Gam.T @ g)  # E[xx^T]^{-1} E[x eps_1]
     if ols_bias is not None:
         if not ols_bias >= 0:
             raise ValueError(f"ols_bias must be >= 0 or None, got {ols_bias}")
@@ -131,7 +127,7 @@ def clip_rows(G, c: float):
 
     Returns ``(clipped, fraction_clipped)``: :math:`g\mapsto g\min(1,c/\|g\|)`.
     """
-    c = _check_positive(c, "c")
+    c = positive(c, "c")
     G = np.asarray(G, dtype=float)
     if G.ndim < 2:
         raise ValueError(f"G must have at least 2 dims (rows, features), got shape {G.shape}")
@@ -143,9 +139,9 @@ def clip_rows(G, c: float):
 def noise_scale(gamma: float, n: int, T: int, rho: float) -> float:
     r"""Per-coordinate noise s.d. of Proposition 3.1, :math:`\lambda=\frac{2\gamma}{n}\sqrt{T/\rho}`
     (0 when ``rho`` is ``math.inf``)."""
-    gamma = _check_positive(gamma, "gamma")
+    gamma = positive(gamma, "gamma")
     n, T = positive_int(n, "n"), positive_int(T, "T")
-    rho = _check_rho(rho)
+    rho = positive(rho, "rho", allow_inf=True)
     if math.isinf(rho):
         return 0.0
     return 2.0 * gamma / n * math.sqrt(T / rho)
@@ -154,19 +150,23 @@ def noise_scale(gamma: float, n: int, T: int, rho: float) -> float:
 def zcdp_cost(gamma: float, lam: float, n: int, T: int) -> float:
     r"""zCDP cost of ``T`` Gaussian steps on a clipped mean (replace-one neighbours):
     sensitivity :math:`\Delta=2\gamma/n`, each step :math:`\Delta^2/(2\lambda^2)`, composed additively."""
-    gamma = _check_positive(gamma, "gamma")
+    gamma = positive(gamma, "gamma")
     n, T = positive_int(n, "n"), positive_int(T, "T")
-    if isinstance(lam, bool) or not isinstance(lam, (int, float, np.integer, np.floating)) or lam < 0:
+    if (
+        isinstance(lam, bool)
+        or not isinstance(lam, (int, float, np.integer, np.floating))
+        or lam < 0
+    ):
         raise ValueError(f"lam must be a non-negative number, got {lam!r}")
     if lam == 0:
         return math.inf
     delta = 2.0 * gamma / n
-    return T * delta ** 2 / (2.0 * lam ** 2)
+    return T * delta**2 / (2.0 * lam**2)
 
 
 def zcdp_to_dp(rho: float, delta: float) -> float:
     r""":math:`\rho`-zCDP implies :math:`(\rho+2\sqrt{\rho\log(1/\delta)},\delta)`-DP."""
-    rho = _check_rho(rho)
+    rho = positive(rho, "rho", allow_inf=True)
     if not (0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1), got {delta}")
     return rho + 2.0 * math.sqrt(rho * math.log(1.0 / delta))
@@ -189,12 +189,14 @@ def per_sample_grads(Z, X, Y, Theta, beta):
     n, q = Z.shape
     p = X.shape[1]
     if Theta.shape != (R, q, p) or beta.shape != (R, p):
-        raise ValueError(f"Theta must be (R, {q}, {p}) and beta (R, {p}), got {Theta.shape} and {beta.shape}")
-    H = Z @ Theta                                  # (R, n, p): z_i^T Theta
-    resid1 = H - X                                 # (R, n, p)
+        raise ValueError(
+            f"Theta must be (R, {q}, {p}) and beta (R, {p}), got {Theta.shape} and {beta.shape}"
+        )
+    H = Z @ Theta  # (R, n, p): z_i^T Theta
+    resid1 = H - X  # (R, n, p)
     G1 = (Z[None, :, :, None] * resid1[:, :, None, :]).reshape(R, n, q * p)
     resid2 = np.einsum("rnp,rp->rn", H, beta) - Y  # (R, n)
-    G2 = H * resid2[..., None]                     # Theta^T z_i (z_i^T Theta beta - y_i)
+    G2 = H * resid2[..., None]  # Theta^T z_i (z_i^T Theta beta - y_i)
     if squeeze:
         return G1[0], G2[0]
     return G1, G2
@@ -211,7 +213,7 @@ def clipped_mean_grads(Z, X, Y, Theta, beta, gamma1: float, gamma2: float):
 
 # ----------------------------------------------------------------------------- algorithms
 def _check_steps(T, eta, alpha):
-    return positive_int(T, "T"), _check_positive(eta, "eta"), _check_positive(alpha, "alpha")
+    return positive_int(T, "T"), positive(eta, "eta"), positive(alpha, "alpha")
 
 
 def two_stage_gd(Z, X, Y, T: int, eta: float, alpha: float):
@@ -224,16 +226,28 @@ def two_stage_gd(Z, X, Y, T: int, eta: float, alpha: float):
     Theta, beta = np.zeros((q, p)), np.zeros(p)
     Ths, bs = [Theta.copy()], [beta.copy()]
     for _ in range(T):
-        grad1 = S @ Theta - ZX                              # (1/n) sum z_i (z_i^T Theta - x_i^T)
-        grad2 = Theta.T @ (S @ Theta @ beta - ZY)           # (1/n) sum Theta^T z_i (z_i^T Theta beta - y_i)
-        Theta, beta = Theta - eta * grad1, beta - alpha * grad2   # both use Theta^t
+        grad1 = S @ Theta - ZX  # (1/n) sum z_i (z_i^T Theta - x_i^T)
+        grad2 = Theta.T @ (S @ Theta @ beta - ZY)  # (1/n) sum Theta^T z_i (z_i^T Theta beta - y_i)
+        Theta, beta = Theta - eta * grad1, beta - alpha * grad2  # both use Theta^t
         Ths.append(Theta.copy())
         bs.append(beta.copy())
     return np.array(Ths), np.array(bs)
 
 
-def dp_two_stage_gd(Z, X, Y, T: int, rho1: float, rho2: float, gamma1: float, gamma2: float,
-                    eta: float, alpha: float, rng: np.random.Generator, n_runs: int = 1):
+def dp_two_stage_gd(
+    Z,
+    X,
+    Y,
+    T: int,
+    rho1: float,
+    rho2: float,
+    gamma1: float,
+    gamma2: float,
+    eta: float,
+    alpha: float,
+    rng: np.random.Generator,
+    n_runs: int = 1,
+):
     r"""DP-2S-GD (the algorithm above), ``n_runs`` independent noise draws at once.
 
     ``rho1``/``rho2`` are the zCDP budgets passed to :func:`noise_scale` for each stage
@@ -261,9 +275,16 @@ def dp_two_stage_gd(Z, X, Y, T: int, rho1: float, rho2: float, gamma1: float, ga
         f1max, f2max = max(f1max, f1), max(f2max, f2)
         Xi = lam1 * rng.standard_normal((R, q, p)) if lam1 else 0.0
         nu = lam2 * rng.standard_normal((R, p)) if lam2 else 0.0
-        Theta, beta = Theta - eta * (g1 + Xi), beta - alpha * (g2 + nu)   # beta step uses Theta^t
+        Theta, beta = Theta - eta * (g1 + Xi), beta - alpha * (g2 + nu)  # beta step uses Theta^t
         traj[:, t + 1] = beta
-    return {"beta": traj, "Theta": Theta, "lam1": lam1, "lam2": lam2, "frac1": f1max, "frac2": f2max}
+    return {
+        "beta": traj,
+        "Theta": Theta,
+        "lam1": lam1,
+        "lam2": lam2,
+        "frac1": f1max,
+        "frac2": f2max,
+    }
 
 
 def beta_noise_mse_exact(Z, X, T: int, eta: float, alpha: float, lam2: float) -> float:
@@ -280,11 +301,11 @@ def beta_noise_mse_exact(Z, X, T: int, eta: float, alpha: float, lam2: float) ->
     n, p = Z.shape[0], X.shape[1]
     S = Z.T @ Z / n
     A = [np.eye(p) - alpha * Th.T @ S @ Th for Th in Ths[:T]]
-    total, P = 0.0, np.eye(p)          # P = prod_{s=t+1}^{T-1} A_s, built from t = T-1 down
+    total, P = 0.0, np.eye(p)  # P = prod_{s=t+1}^{T-1} A_s, built from t = T-1 down
     for t in range(T - 1, -1, -1):
-        total += np.sum(P ** 2)
+        total += np.sum(P**2)
         P = P @ A[t]
-    return float(alpha ** 2 * lam2 ** 2 * total)
+    return float(alpha**2 * lam2**2 * total)
 
 
 def public_step_sizes(Theta_star, n: int, q: int):

@@ -5,14 +5,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import fisher_metric as fm
+from lib.papers import fisher_metric as fm
+from lib.seed import torch_seeded
 
 
 @pytest.fixture(scope="module")
 def net():
     gen = np.random.default_rng(0)
     X, y = fm.gaussian_mixture(12, 3, 5, gen)
-    model = fm.make_mlp([5, 6, 3], seed=1)
+    with torch_seeded(seed=1):
+        model = fm.make_mlp([5, 6, 3])
     return model, X, y, fm.logit_jacobians(model, X), fm.softmax_probs(model, X)
 
 
@@ -43,7 +45,9 @@ def test_top_eigpair_ties_and_near_one_hot():
     eps = 1e-12
     p = np.array([1 - eps, eps / 3, eps / 3, eps / 3])
     lam, v = fm.top_eigpair(p)
-    assert lam == pytest.approx(4 * eps / 3, rel=1e-9)   # exact: trace minus the two eigenvalues eps/3
+    assert lam == pytest.approx(
+        4 * eps / 3, rel=1e-9
+    )  # exact: trace minus the two eigenvalues eps/3
     # (diag(p) - p p^T) itself cannot be formed to this accuracy in float64 (1 - p_max loses
     # digits), so check the eigenvector against its closed form v_i ~ p_i / (p_i - lambda).
     w = p / (p - lam)
@@ -81,7 +85,7 @@ def test_logit_jacobians_finite_differences(net):
             off = 0
             for q in params:
                 n = q.numel()
-                q.copy_((flat[off:off + n] + delta[off:off + n]).reshape(q.shape))
+                q.copy_((flat[off : off + n] + delta[off : off + n]).reshape(q.shape))
                 off += n
             out = model(torch.as_tensor(X)).numpy().copy()
         return out
@@ -107,6 +111,49 @@ def test_exact_fim_equals_expectation_and_ggn(net):
     assert np.allclose(F, ggn, atol=1e-12)
 
 
+def _fim_by_expectation(J, p):
+    """F = sum_x E_{y ~ p_x}[s s^T], s = J_x^T (e_y - p_x), written out (not via exact_fim)."""
+    B, C, P = J.shape
+    F = np.zeros((P, P))
+    for b in range(B):
+        for yy in range(C):
+            g = J[b].T @ (np.eye(C)[yy] - p[b])
+            F += p[b, yy] * np.outer(g, g)
+    return F
+
+
+def test_fim_bounds_upper_gap_and_loewner_order(net):
+    # the properties behind 18/prop-6/upper-gap-identity and 18/prop-6/loewner-order, against an F
+    # computed by the explicit expectation over y rather than by the einsum that F_UB shares
+    _, _, _, J, p = net
+    F = _fim_by_expectation(J, p)
+    F_LB, F_UB = fm.fim_bounds(J, p)
+    Jp = np.einsum("bcp,bc->bp", J, p)
+    assert np.allclose(F_UB - F, Jp.T @ Jp, atol=1e-12)
+    nF = np.linalg.norm(F, 2)
+    assert np.linalg.eigvalsh(F_UB - F).min() > -1e-12 * nF
+    assert np.linalg.eigvalsh(F - F_LB).min() > -1e-12 * nF
+    L, U = fm.core_envelopes(p[0])
+    assert np.allclose(U - fm.simplex_fim(p[0]), np.outer(p[0], p[0]), atol=1e-15)
+
+
+def test_fim_bounds_diagonal_and_layer_median_order(net):
+    # the property behind 18/prop-6/layer-median-order: diag F_LB <= diag F <= diag F_UB entrywise,
+    # hence per layer for the medians
+    model, _, _, J, p = net
+    Fd = np.diag(_fim_by_expectation(J, p))
+    lb, ub = (np.diag(M) for M in fm.fim_bounds(J, p))
+    tol = 1e-12 * Fd.max()
+    assert np.all(lb <= Fd + tol) and np.all(Fd <= ub + tol)
+    start = 0
+    for layer in (model[0], model[2]):
+        sl = slice(start, start + layer.weight.numel() + layer.bias.numel())
+        start = sl.stop
+        assert np.median(lb[sl]) <= np.median(Fd[sl]) + tol
+        assert np.median(Fd[sl]) <= np.median(ub[sl]) + tol
+    assert start == J.shape[2]
+
+
 def test_autograd_probe_equals_Jtu(net):
     model, X, _, J, p = net
     xi = np.random.default_rng(2).choice([-1.0, 1.0], size=p.shape)
@@ -118,8 +165,11 @@ def test_probe_second_moments_exact(net):
     # E[u u^T] equals the core metric (full), diag(p) (dg) and the rank-one envelope (lr).
     _, _, _, J, p = net
     q = p[:2]
-    for kind, target in (("full", fm.simplex_fim(q)), ("dg", q[..., None] * np.eye(q.shape[1])),
-                         ("lr", np.array([fm.core_envelopes(q[b])[0] for b in range(2)]))):
+    for kind, target in (
+        ("full", fm.simplex_fim(q)),
+        ("dg", q[..., None] * np.eye(q.shape[1])),
+        ("lr", np.array([fm.core_envelopes(q[b])[0] for b in range(2)])),
+    ):
         u = fm.probe_vectors(q, 40000, kind, "rademacher", np.random.default_rng(4))
         emp = np.einsum("rbc,rbd->bcd", u, u) / u.shape[0]
         assert np.allclose(emp, target, atol=0.02)

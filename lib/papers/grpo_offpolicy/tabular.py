@@ -23,35 +23,41 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, log_softmax, softmax
 
-from .validate import check_generator, positive_int
+from lib.validate import check_generator, positive, positive_int, probabilities
 
 __all__ = [
-    "group_whiten", "policy_stats", "returns", "surrogate", "tv", "improvement_bound",
-    "drift_bound", "clip_objective", "bernoulli_constant", "amplification_map",
-    "amplification_fixed_points", "gibbs_step", "random_policy", "random_triples", "within_clip", "LogLinearBandit", "grpo_train",
+    "group_whiten",
+    "policy_stats",
+    "returns",
+    "surrogate",
+    "tv",
+    "improvement_bound",
+    "drift_bound",
+    "clip_objective",
+    "bernoulli_constant",
+    "amplification_map",
+    "amplification_fixed_points",
+    "gibbs_step",
+    "random_policy",
+    "random_triples",
+    "within_clip",
+    "LogLinearBandit",
+    "grpo_train",
 ]
 
 _ATOL = 1e-9
 
 
 # --------------------------------------------------------------------------- checks
-def _positive(value, name: str) -> float:
-    try:
-        x = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}") from None
-    if not np.isfinite(x) or x <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return x
-
-
 def _array(value, name: str) -> np.ndarray:
     try:
         arr = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise TypeError(f"{name} must be an array of real numbers") from None
     if arr.ndim == 0 or arr.shape[-1] == 0:
-        raise ValueError(f"{name} must have at least one entry on its last axis, got shape {arr.shape}")
+        raise ValueError(
+            f"{name} must have at least one entry on its last axis, got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite")
     return arr
@@ -62,8 +68,10 @@ def _policy(value, name: str) -> np.ndarray:
     if np.any(p < 0):
         raise ValueError(f"{name} must be non-negative (a probability vector on the last axis)")
     if not np.allclose(p.sum(axis=-1), 1.0, atol=_ATOL * p.shape[-1], rtol=0):
-        raise ValueError(f"{name} must sum to 1 on its last axis (got sums in "
-                         f"[{p.sum(axis=-1).min():.6g}, {p.sum(axis=-1).max():.6g}])")
+        raise ValueError(
+            f"{name} must sum to 1 on its last axis (got sums in "
+            f"[{p.sum(axis=-1).min():.6g}, {p.sum(axis=-1).max():.6g}])"
+        )
     return p
 
 
@@ -89,7 +97,7 @@ def group_whiten(r, eps: float = 1e-4, ddof: int = 0, *, convention: str = "pape
     unbiased std). A constant group gets advantage 0 in both conventions.
     """
     r = _array(r, "r")
-    eps = _positive(eps, "eps")
+    eps = positive(eps, "eps")
     if ddof not in (0, 1):
         raise ValueError(f"ddof must be 0 or 1, got {ddof!r}")
     if convention not in ("paper", "trl"):
@@ -107,7 +115,7 @@ def policy_stats(alpha, r, eps: float = 1e-4):
     alpha = _policy(alpha, "alpha")
     r = _rewards(r)
     _same_shape(alpha=alpha, r=r)
-    eps = _positive(eps, "eps")
+    eps = positive(eps, "eps")
     mu = np.sum(alpha * r, axis=-1)
     var = np.sum(alpha * (r - mu[..., None]) ** 2, axis=-1)
     return mu, np.sqrt(var + eps)
@@ -149,7 +157,7 @@ def improvement_bound(pi, pi_k, alpha, r, eps: float = 1e-4, c: float = 2.0):
     is the sharper constant valid for rewards in ``[0, 1]``. It lower-bounds
     ``J_x(pi) - J_x(pi_k)``.
     """
-    c = _positive(c, "c")
+    c = positive(c, "c")
     pi = _policy(pi, "pi")
     pi_k = _policy(pi_k, "pi_k")
     _same_shape(pi=pi, pi_k=pi_k)
@@ -172,8 +180,8 @@ def drift_bound(lsur, sigma, clip: float, delta, c: float = 2.0):
         raise ValueError("sigma must be positive")
     if np.any(delta < 0) or np.any(delta > 1):
         raise ValueError("delta must be a total variation in [0, 1]")
-    clip = _positive(clip, "clip")
-    c = _positive(c, "c")
+    clip = positive(clip, "clip")
+    c = positive(c, "c")
     return lsur - c * np.abs(1.0 - sigma) / sigma * (clip / 2 + delta) - c * delta
 
 
@@ -189,7 +197,7 @@ def clip_objective(ratio, ratio_k, adv, clip: float):
     ratio = _array(np.atleast_1d(ratio), "ratio")
     ratio_k = _array(np.atleast_1d(ratio_k), "ratio_k")
     adv = _array(np.atleast_1d(adv), "adv")
-    clip = _positive(clip, "clip")
+    clip = positive(clip, "clip")
     if np.any(ratio < 0):
         raise ValueError("ratio must be non-negative (a likelihood ratio)")
     if np.any(ratio_k < 0):
@@ -206,18 +214,11 @@ def clip_objective(ratio, ratio_k, adv, clip: float):
 
 
 # --------------------------------------------------------------------------- Bernoulli closed forms
-def _probability(p, name: str) -> np.ndarray:
-    arr = np.asarray(p, dtype=float)
-    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
-        raise ValueError(f"{name} must lie in [0, 1]")
-    return arr
-
-
 def bernoulli_constant(p, eps: float = 1e-4):
     """``c_eps(p) = (1 - s)/s`` with ``s = sqrt(p(1-p) + eps)``: the bound's penalty factor on a
     prompt whose success probability under the sampler is ``p``."""
-    p = _probability(p, "p")
-    eps = _positive(eps, "eps")
+    p = probabilities(p, "p")
+    eps = positive(eps, "eps")
     s = np.sqrt(p * (1 - p) + eps)
     return (1 - s) / s
 
@@ -231,17 +232,17 @@ def _amplification_logit(p, p_ref, beta, eps):
 
 
 def _amplification_args(p_ref, beta, eps):
-    p_ref = _probability(p_ref, "p_ref")
+    p_ref = probabilities(p_ref, "p_ref")
     if np.any(p_ref <= 0) or np.any(p_ref >= 1):
         raise ValueError("p_ref must lie strictly between 0 and 1")
-    return p_ref, _positive(beta, "beta"), _positive(eps, "eps")
+    return p_ref, positive(beta, "beta"), positive(eps, "eps")
 
 
 def amplification_map(p, p_ref, beta: float, eps: float = 1e-4):
     """Success probability after one KL-regularised step from a policy with success ``p``:
     ``h(p) = 1 / (1 + (1 - p_ref)/p_ref * exp(-1/(beta sqrt(p(1-p) + eps))))``, computed as the
     logistic function of its logit (stable for small ``beta``)."""
-    p = _probability(p, "p")
+    p = probabilities(p, "p")
     p_ref, beta, eps = _amplification_args(p_ref, beta, eps)
     return expit(_amplification_logit(p, p_ref, beta, eps))
 
@@ -264,17 +265,27 @@ def amplification_fixed_points(p_ref: float, beta: float, eps: float = 1e-4, gri
 
     def G(u):
         u = np.asarray(u, dtype=float)
-        return u - expit(-_amplification_logit(u, p_ref, beta, eps))   # p(1-p) = u(1-u)
+        return u - expit(-_amplification_logit(u, p_ref, beta, eps))  # p(1-p) = u(1-u)
 
-    us = np.unique(np.concatenate([[0.0], np.logspace(-300, -2, grid), np.linspace(1e-2, 1.0, grid)]))
+    us = np.unique(
+        np.concatenate([[0.0], np.logspace(-300, -2, grid), np.linspace(1e-2, 1.0, grid)])
+    )
     gs = G(us)
     roots = []
     for a, b, ga, gb in zip(us[:-1], us[1:], gs[:-1], gs[1:]):
         if ga == 0:
             roots.append(a)
         elif ga * gb < 0:
-            roots.append(brentq(lambda u: float(G(u)), a, b, xtol=1e-320, rtol=8 * np.finfo(float).eps,
-                                maxiter=500))
+            roots.append(
+                brentq(
+                    lambda u: float(G(u)),
+                    a,
+                    b,
+                    xtol=1e-320,
+                    rtol=8 * np.finfo(float).eps,
+                    maxiter=500,
+                )
+            )
     if gs[-1] == 0:
         roots.append(us[-1])
     u = np.array(sorted(roots, reverse=True))
@@ -287,7 +298,7 @@ def gibbs_step(pi_ref, adv, beta: float):
     pi_ref = _policy(pi_ref, "pi_ref")
     adv = _array(adv, "adv")
     _same_shape(pi_ref=pi_ref, adv=adv)
-    beta = _positive(beta, "beta")
+    beta = positive(beta, "beta")
     with np.errstate(divide="ignore"):
         logits = np.log(pi_ref) + adv / beta
     return softmax(logits, axis=-1)
@@ -312,8 +323,16 @@ def random_policy(shape, scale: float, rng, base=None):
     return softmax(logits, axis=-1), logits
 
 
-def random_triples(n: int, K: int, M: int, rng, *, reward: str = "binary", p_correct: float = 0.3,
-                   scales=(1.0, 0.3, 0.5)):
+def random_triples(
+    n: int,
+    K: int,
+    M: int,
+    rng,
+    *,
+    reward: str = "binary",
+    p_correct: float = 0.3,
+    scales=(1.0, 0.3, 0.5),
+):
     """``n`` random tabular instances ``(pi, pi_k, alpha, r)``, each of shape ``(n, K, M)``.
 
     ``alpha`` has logits ``scales[0] * N(0,1)``; ``pi_k`` perturbs them by ``scales[1] * N(0,1)`` and
@@ -324,7 +343,7 @@ def random_triples(n: int, K: int, M: int, rng, *, reward: str = "binary", p_cor
     rng = check_generator(rng)
     if reward not in ("binary", "uniform"):
         raise ValueError(f"reward must be 'binary' or 'uniform', got {reward!r}")
-    p_correct = float(_probability(p_correct, "p_correct"))
+    p_correct = float(probabilities(p_correct, "p_correct"))
     if len(scales) != 3:
         raise ValueError("scales must hold three numbers (alpha, pi_k, pi)")
     shape = (n, K, M)
@@ -344,7 +363,7 @@ def within_clip(pi_k, alpha, clip: float, rng):
     pi_k = _policy(pi_k, "pi_k")
     alpha = _policy(alpha, "alpha")
     _same_shape(pi_k=pi_k, alpha=alpha)
-    clip = _positive(clip, "clip")
+    clip = positive(clip, "clip")
     rng = check_generator(rng)
     d = np.maximum(clip * alpha * rng.uniform(-1.0, 1.0, size=alpha.shape), -pi_k)
     pos = np.sum(np.maximum(d, 0), axis=-1, keepdims=True)
@@ -370,7 +389,7 @@ class LogLinearBandit:
     w: np.ndarray
 
     @classmethod
-    def make(cls, K: int, M: int, d: int, rng, max_correct: int = 4) -> "LogLinearBandit":
+    def make(cls, K: int, M: int, d: int, rng, max_correct: int = 4) -> LogLinearBandit:
         K, M, d = positive_int(K, "K"), positive_int(M, "M"), positive_int(d, "d")
         max_correct = positive_int(max_correct, "max_correct")
         if max_correct >= M:
@@ -408,9 +427,23 @@ class LogLinearBandit:
         return float(np.mean(np.sum(self.policy(theta) * self.r, axis=-1)))
 
 
-def grpo_train(env: LogLinearBandit, *, v: int, i: int, iters: int, B: int, G: int, lr: float,
-               clip: float = 0.2, beta: float = 0.0, eps: float = 1e-4, mask=False, rng=None,
-               theta0=None, bound_c=(2.0, 1.0)) -> dict:
+def grpo_train(
+    env: LogLinearBandit,
+    *,
+    v: int,
+    i: int,
+    iters: int,
+    B: int,
+    G: int,
+    lr: float,
+    clip: float = 0.2,
+    beta: float = 0.0,
+    eps: float = 1e-4,
+    mask=False,
+    rng=None,
+    theta0=None,
+    bound_c=(2.0, 1.0),
+) -> dict:
     """Group-relative policy optimisation on ``env`` with the sampler synced every ``v`` steps
     and ``i`` gradient-ascent steps per sampled batch (Algorithm 1 of the chapter).
 
@@ -429,9 +462,9 @@ def grpo_train(env: LogLinearBandit, *, v: int, i: int, iters: int, B: int, G: i
         raise TypeError(f"env must be a LogLinearBandit, got {type(env).__name__}")
     v, i, iters = positive_int(v, "v"), positive_int(i, "i"), positive_int(iters, "iters")
     B, G = positive_int(B, "B"), positive_int(G, "G")
-    lr = _positive(lr, "lr")
-    clip = _positive(clip, "clip")
-    eps = _positive(eps, "eps")
+    lr = positive(lr, "lr")
+    clip = positive(clip, "clip")
+    eps = positive(eps, "eps")
     beta = float(beta)
     if not np.isfinite(beta) or beta < 0:
         raise ValueError(f"beta must be a non-negative number, got {beta!r}")
@@ -440,13 +473,19 @@ def grpo_train(env: LogLinearBandit, *, v: int, i: int, iters: int, B: int, G: i
     if rng is None:
         raise TypeError("rng must be a numpy.random.Generator, got None")
     rng = check_generator(rng)
-    cs = tuple(_positive(c, "bound_c") for c in bound_c)
+    cs = tuple(positive(c, "bound_c") for c in bound_c)
     K, M, d = env.phi.shape
     theta = np.zeros(d) if theta0 is None else env._theta(theta0).copy()
     log_ref = log_softmax(env.logits(theta), axis=-1)
 
-    hist = {"J": [env.J(theta)], "drift": [], "clip_frac": [], "kept": [], "lsur": [],
-            "rhs": {c: [] for c in cs}}
+    hist = {
+        "J": [env.J(theta)],
+        "drift": [],
+        "clip_frac": [],
+        "kept": [],
+        "lsur": [],
+        "rhs": {c: [] for c in cs},
+    }
     theta_server = theta.copy()
     for k in range(iters):
         if k % v == 0:
@@ -467,8 +506,8 @@ def grpo_train(env: LogLinearBandit, *, v: int, i: int, iters: int, B: int, G: i
         factor = B / n_var if (mask == "rescale" and n_var > 0) else 1.0
         a_alpha = np.take_along_axis(alpha, ys, axis=1)
         ratio_k = np.take_along_axis(pik_all[prompts], ys, axis=1) / a_alpha
-        phi_b = env.phi[prompts]                                   # (B, M, d)
-        phi_y = np.take_along_axis(phi_b, ys[..., None], axis=1)   # (B, G, d)
+        phi_b = env.phi[prompts]  # (B, M, d)
+        phi_y = np.take_along_axis(phi_b, ys[..., None], axis=1)  # (B, G, d)
         clipped = 0
         for _ in range(i):
             pi_b = softmax(phi_b @ theta, axis=-1)
@@ -477,8 +516,8 @@ def grpo_train(env: LogLinearBandit, *, v: int, i: int, iters: int, B: int, G: i
             clipped += int((~active).sum())
             if denom == 0:
                 continue
-            mean_phi = np.einsum("bm,bmd->bd", pi_b, phi_b)                              # (B, d)
-            score = phi_y - mean_phi[:, None, :]                   # grad log pi(y|x), (B, G, d)
+            mean_phi = np.einsum("bm,bmd->bd", pi_b, phi_b)  # (B, d)
+            score = phi_y - mean_phi[:, None, :]  # grad log pi(y|x), (B, G, d)
             wgt = (active * ratio * adv) * keep[:, None]
             grad = np.einsum("bg,bgd->d", wgt, score) / (G * denom)
             if beta > 0:
@@ -493,7 +532,9 @@ def grpo_train(env: LogLinearBandit, *, v: int, i: int, iters: int, B: int, G: i
         hist["kept"].append(n_var / B)
         hist["lsur"].append(float(np.mean(surrogate(pi_next, alpha_all, env.r, eps))))
         for c in cs:
-            hist["rhs"][c].append(float(np.mean(improvement_bound(pi_next, pik_all, alpha_all, env.r, eps, c))))
+            hist["rhs"][c].append(
+                float(np.mean(improvement_bound(pi_next, pik_all, alpha_all, env.r, eps, c)))
+            )
     out = {key: np.array(val) for key, val in hist.items() if key != "rhs"}
     out["rhs"] = {c: np.array(val) for c, val in hist["rhs"].items()}
     out["theta"] = theta

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib import disagreement as dd
+from lib.papers import disagreement as dd
 
 
 def test_losses_at_uniform_logits():
@@ -30,8 +30,12 @@ def test_gradients_match_finite_differences():
         h = 1e-6
         fd = np.zeros_like(s0)
         for i, j in itertools.product(range(3), range(5)):
-            e = np.zeros_like(s0); e[i, j] = h
-            fd[i, j] = (dd.dis_loss(torch.tensor(s0 + e), y, kind).sum() - dd.dis_loss(torch.tensor(s0 - e), y, kind).sum()) / (2 * h)
+            e = np.zeros_like(s0)
+            e[i, j] = h
+            fd[i, j] = (
+                dd.dis_loss(torch.tensor(s0 + e), y, kind).sum()
+                - dd.dis_loss(torch.tensor(s0 - e), y, kind).sum()
+            ) / (2 * h)
         assert np.allclose(s.grad.numpy(), fd, atol=1e-7)
 
 
@@ -46,6 +50,19 @@ def test_pointwise_grad_matches_autograd():
         assert np.allclose(dd.pointwise_grad(s0, w, kind), s.grad.numpy(), atol=1e-12)
 
 
+def test_three_losses_coincide_for_two_classes():
+    # 08/prop-thresholds/k2-identity: for K = 2 each loss is log(1 + exp(s_y - s_{1-y}))
+    gen = np.random.default_rng(4)
+    s = torch.as_tensor(gen.normal(scale=5, size=(200, 2)))
+    y = torch.as_tensor(gen.integers(0, 2, 200))
+    margin = s.gather(1, y[:, None]).squeeze(1) - s.gather(1, 1 - y[:, None]).squeeze(1)
+    logistic = torch.logaddexp(torch.zeros_like(margin), margin)
+    for kind in dd.KINDS:
+        assert torch.allclose(dd.dis_loss(s, y, kind), logistic, rtol=0, atol=1e-12)
+    s3 = torch.as_tensor(gen.normal(scale=5, size=(200, 3)))  # and not for K = 3
+    assert not torch.allclose(dd.dis_loss(s3, y, "rg"), dd.dis_loss(s3, y, "ours"), atol=1e-6)
+
+
 def test_new_loss_finite_when_confident():
     s = torch.tensor([[50.0, 0.0, 0.0]], dtype=torch.float64)
     v = float(dd.dis_loss(s, torch.tensor([0]), "ours"))
@@ -55,7 +72,9 @@ def test_new_loss_finite_when_confident():
 def test_true_and_optimal_discrepancy_brute_force():
     gen = np.random.default_rng(2)
     pS, pT, y = dd.tabular_problem(4, 3, gen)
-    best = max(dd.true_discrepancy(np.array(f), y, pS, pT) for f in itertools.product(range(3), repeat=4))
+    best = max(
+        dd.true_discrepancy(np.array(f), y, pS, pT) for f in itertools.product(range(3), repeat=4)
+    )
     assert best == pytest.approx(dd.optimal_discrepancy(pS, pT))
     assert dd.true_discrepancy(y, y, pS, pT) == 0.0
 

@@ -22,17 +22,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special, stats
 
-from .validate import check_generator, positive_int
+from lib.validate import check_generator, positive_int, real_array
 
 
 # --------------------------------------------------------------------------- helpers
-def _as_mu(mu, d: int, name: str = "mu") -> np.ndarray:
-    mu = np.asarray(mu, dtype=float)
-    if mu.shape != (d,) or not np.all(np.isfinite(mu)):
-        raise ValueError(f"{name} must be a finite vector of length {d}, got shape {mu.shape}")
-    return mu
-
-
 def _as_points(X, d: int, name: str = "X") -> np.ndarray:
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
@@ -68,7 +61,9 @@ def tv_gauss(mu1, mu2) -> float:
     r"""Total variation between :math:`\mathcal N(\mu_1,I)` and :math:`\mathcal N(\mu_2,I)`: :math:`2\Phi(\|\mu_1-\mu_2\|/2)-1`."""
     mu1, mu2 = np.asarray(mu1, dtype=float), np.asarray(mu2, dtype=float)
     if mu1.shape != mu2.shape or mu1.ndim != 1:
-        raise ValueError(f"mu1 and mu2 must be vectors of the same length, got {mu1.shape} and {mu2.shape}")
+        raise ValueError(
+            f"mu1 and mu2 must be vectors of the same length, got {mu1.shape} and {mu2.shape}"
+        )
     r = np.linalg.norm(mu1 - mu2)
     # 2 Phi(r/2) - 1 = erf(r / (2 sqrt 2)), accurate for small r
     return float(special.erf(r / (2 * np.sqrt(2))))
@@ -98,7 +93,9 @@ class GridPartition:
             if e.ndim != 1 or e.size == 0 or not np.all(np.isfinite(e)):
                 raise ValueError(f"edges[{j}] must be a non-empty finite 1-d array")
             if np.any(np.diff(e) <= 0):
-                raise ValueError(f"edges[{j}] must be strictly increasing (cells must not overlap or be empty)")
+                raise ValueError(
+                    f"edges[{j}] must be strictly increasing (cells must not overlap or be empty)"
+                )
             self.edges.append(e)
         self.d = len(self.edges)
         if rotation is None:
@@ -121,7 +118,11 @@ class GridPartition:
 
     def _check_cells(self, cells) -> np.ndarray:
         cells = np.asarray(cells)
-        if not np.issubdtype(cells.dtype, np.integer) or np.any(cells < 0) or np.any(cells >= self.n_cells):
+        if (
+            not np.issubdtype(cells.dtype, np.integer)
+            or np.any(cells < 0)
+            or np.any(cells >= self.n_cells)
+        ):
             raise ValueError(f"cells must be integer cell indices in [0, {self.n_cells})")
         return cells
 
@@ -136,7 +137,7 @@ class GridPartition:
     # exact probabilities and moments
     def log_prob(self, mu, cells) -> np.ndarray:
         """Exact ``log N(mu, I; P)`` for each cell (stable far in the tails)."""
-        m = _as_mu(mu, self.d) @ self.Q
+        m = real_array(mu, "mu", shape=(self.d,)) @ self.Q
         lo, hi = self.cell_bounds(cells)
         return log_diff_ndtr(lo - m, hi - m).sum(axis=1)
 
@@ -146,8 +147,10 @@ class GridPartition:
 
     def cell_moments(self, mu, cells=None):
         """Exact probability, mean and covariance (original frame) of the truncated Gaussian per cell."""
-        cells = np.arange(self.n_cells) if cells is None else self._check_cells(np.atleast_1d(cells))
-        m = _as_mu(mu, self.d) @ self.Q
+        cells = (
+            np.arange(self.n_cells) if cells is None else self._check_cells(np.atleast_1d(cells))
+        )
+        m = real_array(mu, "mu", shape=(self.d,)) @ self.Q
         lo, hi = self.cell_bounds(cells)
         a, b = lo - m, hi - m
         mean_z = stats.truncnorm.mean(a, b) + m
@@ -160,7 +163,7 @@ class GridPartition:
     def sample_truncated(self, mu, cells, rng, R: float | None = None) -> np.ndarray:
         """Exact draws from ``N(mu, I)`` truncated to each cell (intersected with ``|z_j| <= R``)."""
         check_generator(rng)
-        m = _as_mu(mu, self.d) @ self.Q
+        m = real_array(mu, "mu", shape=(self.d,)) @ self.Q
         lo, hi = self.cell_bounds(cells)
         if R is not None:
             if not R > 0:
@@ -176,13 +179,13 @@ def fisher_grid_exact(partition: GridPartition, mu) -> np.ndarray:
     r"""Exact Fisher information :math:`F=\sum_P p_P(m_P-\mu)(m_P-\mu)^\top` of a grid (coordinatewise in the frame)."""
     if not isinstance(partition, GridPartition):
         raise TypeError("partition must be a GridPartition")
-    mu = _as_mu(mu, partition.d)
+    mu = real_array(mu, "mu", shape=(partition.d,))
     m = mu @ partition.Q
     diag = np.empty(partition.d)
     for j, b in enumerate(partition._bounds):
         a_, b_ = b[:-1] - m[j], b[1:] - m[j]
         p = np.exp(log_diff_ndtr(a_, b_))
-        dphi = stats.norm.pdf(a_) - stats.norm.pdf(b_)        # p * (mean - m)
+        dphi = stats.norm.pdf(a_) - stats.norm.pdf(b_)  # p * (mean - m)
         keep = p > 0
         diag[j] = np.sum(dphi[keep] ** 2 / p[keep])
     return partition.Q @ np.diag(diag) @ partition.Q.T
@@ -213,7 +216,7 @@ class HyperplanePartition:
             raise ValueError("at most 62 hyperplanes (cells are numbered by 64-bit sign patterns)")
         self.W, self.b = W, b
         self.m, self.d = W.shape
-        self._pow = (1 << np.arange(self.m, dtype=np.int64))
+        self._pow = 1 << np.arange(self.m, dtype=np.int64)
 
     def cell_id(self, X) -> np.ndarray:
         X = _as_points(X, self.d)
@@ -232,7 +235,7 @@ class HyperplanePartition:
 
         ``base`` (``(n_mc, d)`` standard normals) may be passed to use common random numbers.
         """
-        mu = _as_mu(mu, self.d)
+        mu = real_array(mu, "mu", shape=(self.d,))
         if base is None:
             check_generator(rng)
             base = rng.standard_normal((positive_int(n_mc, "n_mc"), self.d))
@@ -254,7 +257,7 @@ class HyperplanePartition:
 
         Cells without a hit get ``-inf``.
         """
-        mu = _as_mu(mu, self.d)
+        mu = real_array(mu, "mu", shape=(self.d,))
         base = _as_points(base, self.d, "base")
         ids = self.cell_id(base + mu)
         uniq, counts = np.unique(ids, return_counts=True)
@@ -266,8 +269,18 @@ class HyperplanePartition:
         with np.errstate(divide="ignore"):
             return np.log(p)
 
-    def sample_truncated(self, mu, cells, rng, R: float | None = None, *, pool: int = 20000,
-                         max_pools: int = 200, fallback_sweeps: int = 200, stats_out: dict | None = None):
+    def sample_truncated(
+        self,
+        mu,
+        cells,
+        rng,
+        R: float | None = None,
+        *,
+        pool: int = 20000,
+        max_pools: int = 200,
+        fallback_sweeps: int = 200,
+        stats_out: dict | None = None,
+    ):
         """Exact draws from ``N(mu, I)`` truncated to each requested cell (and to ``B_inf(0, R)``).
 
         A pool of ``pool`` Gaussian points is bucketed by cell and each request takes a distinct point
@@ -277,7 +290,7 @@ class HyperplanePartition:
         ``stats_out["fallback"]`` when a dict is given.
         """
         check_generator(rng)
-        mu = _as_mu(mu, self.d)
+        mu = real_array(mu, "mu", shape=(self.d,))
         cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))
         if R is not None and not R > 0:
             raise ValueError(f"R must be positive, got {R}")
@@ -309,8 +322,15 @@ class HyperplanePartition:
                 stats_out["fallback"] = stats_out.get("fallback", 0) + int(todo.size)
             for cell in np.unique(cells[todo]):
                 rows = todo[cells[todo] == cell]
-                out[rows] = gibbs_sample(self, mu, int(cell), rows.size, fallback_sweeps, rng,
-                                         R=R if R is not None else 50.0)
+                out[rows] = gibbs_sample(
+                    self,
+                    mu,
+                    int(cell),
+                    rows.size,
+                    fallback_sweeps,
+                    rng,
+                    R=R if R is not None else 50.0,
+                )
         return out
 
 
@@ -324,18 +344,34 @@ def chebyshev_centre(partition: HyperplanePartition, cell: int, R: float):
     # s_i (w_i x - b_i) >= r |w_i|   <=>   -s_i w_i x + r |w_i| <= -s_i b_i
     A = np.hstack([-(s[:, None] * W), norms[:, None]])
     ub = -s * b
-    box = np.vstack([np.hstack([np.eye(d), np.ones((d, 1))]), np.hstack([-np.eye(d), np.ones((d, 1))])])
+    box = np.vstack(
+        [np.hstack([np.eye(d), np.ones((d, 1))]), np.hstack([-np.eye(d), np.ones((d, 1))])]
+    )
     A = np.vstack([A, box])
     ub = np.concatenate([ub, np.full(2 * d, R)])
-    res = optimize.linprog(np.r_[np.zeros(d), -1.0], A_ub=A, b_ub=ub,
-                           bounds=[(None, None)] * d + [(0, None)], method="highs")
+    res = optimize.linprog(
+        np.r_[np.zeros(d), -1.0],
+        A_ub=A,
+        b_ub=ub,
+        bounds=[(None, None)] * d + [(0, None)],
+        method="highs",
+    )
     if not res.success or res.x[-1] <= 0:
         raise ValueError(f"cell {cell} has empty interior inside B(0, {R})")
     return res.x[:d], float(res.x[-1])
 
 
-def gibbs_sample(partition: HyperplanePartition, mu, cell: int, n_chains: int, n_sweeps: int, rng,
-                 *, R: float = 50.0, start=None) -> np.ndarray:
+def gibbs_sample(
+    partition: HyperplanePartition,
+    mu,
+    cell: int,
+    n_chains: int,
+    n_sweeps: int,
+    rng,
+    *,
+    R: float = 50.0,
+    start=None,
+) -> np.ndarray:
     """Coordinate Gibbs sampling of ``N(mu, I)`` on ``cell ∩ B_inf(0, R)``, ``n_chains`` chains in parallel.
 
     Each coordinate is redrawn from its exact 1-d truncated normal given the others. Chains
@@ -345,7 +381,7 @@ def gibbs_sample(partition: HyperplanePartition, mu, cell: int, n_chains: int, n
     if not isinstance(partition, HyperplanePartition):
         raise TypeError("partition must be a HyperplanePartition")
     check_generator(rng)
-    mu = _as_mu(mu, partition.d)
+    mu = real_array(mu, "mu", shape=(partition.d,))
     n_chains, n_sweeps = positive_int(n_chains, "n_chains"), positive_int(n_sweeps, "n_sweeps")
     if start is None:
         start, _ = chebyshev_centre(partition, cell, R)
@@ -354,10 +390,10 @@ def gibbs_sample(partition: HyperplanePartition, mu, cell: int, n_chains: int, n
     X = np.tile(np.asarray(start, dtype=float), (n_chains, 1))
     for _ in range(n_sweeps):
         for j in range(partition.d):
-            rest = X @ W.T - np.outer(X[:, j], W[:, j]) - b          # (chains, m)
-            coef = s * W[:, j]                                       # s_i w_ij
+            rest = X @ W.T - np.outer(X[:, j], W[:, j]) - b  # (chains, m)
+            coef = s * W[:, j]  # s_i w_ij
             with np.errstate(divide="ignore", invalid="ignore"):
-                bound = -(s * rest) / coef                           # s_i(w_ij x + rest_i) > 0
+                bound = -(s * rest) / coef  # s_i(w_ij x + rest_i) > 0
             lo = np.max(np.where(coef > 0, bound, -np.inf), axis=1, initial=-R)
             hi = np.min(np.where(coef < 0, bound, np.inf), axis=1, initial=R)
             X[:, j] = stats.truncnorm.rvs(lo - mu[j], hi - mu[j], loc=mu[j], random_state=rng)
@@ -408,7 +444,8 @@ def kl_coarse(partition: GridPartition, mu_star, mu) -> float:
     if not isinstance(partition, GridPartition):
         raise TypeError("partition must be a GridPartition (exact sums over cells)")
     d = partition.d
-    mu_star, mu = _as_mu(mu_star, d, "mu_star"), _as_mu(mu, d)
+    mu_star, mu = real_array(mu_star, "mu_star", shape=(d,)), real_array(mu, "mu", shape=(d,))
+
     # probabilities by plain CDF differences per coordinate (a second code path to log_prob), taken in the
     # lower tail for cells above the mean so that no difference of two numbers near 1 is formed
     def probs(m):
@@ -416,11 +453,18 @@ def kl_coarse(partition: GridPartition, mu_star, mu) -> float:
         per = []
         for j in range(d):
             lo, hi = partition._bounds[j][:-1] - z[j], partition._bounds[j][1:] - z[j]
-            per.append(np.where(lo > 0, special.ndtr(-lo) - special.ndtr(-hi), special.ndtr(hi) - special.ndtr(lo)))
+            per.append(
+                np.where(
+                    lo > 0,
+                    special.ndtr(-lo) - special.ndtr(-hi),
+                    special.ndtr(hi) - special.ndtr(lo),
+                )
+            )
         out = per[0]
         for q in per[1:]:
             out = np.multiply.outer(out, q)
         return out.ravel()
+
     return float(np.sum(special.rel_entr(probs(mu_star), probs(mu))))
 
 
@@ -436,7 +480,7 @@ def tv_coarse(partition: GridPartition, mu_star, mu) -> float:
 def alpha_ratio(partition: GridPartition, mu_star, mus) -> np.ndarray:
     r"""The ratios :math:`d_{TV}(\mathcal N_{\mathcal P}(\mu^\star),\mathcal N_{\mathcal P}(\mu))/d_{TV}(\mathcal N(\mu^\star),\mathcal N(\mu))` for each row of ``mus``."""
     mus = _as_points(mus, partition.d, "mus")
-    mu_star = _as_mu(mu_star, partition.d, "mu_star")
+    mu_star = real_array(mu_star, "mu_star", shape=(partition.d,))
     out = np.empty(mus.shape[0])
     for i, mu in enumerate(mus):
         tv = tv_gauss(mu_star, mu)
@@ -457,19 +501,32 @@ def fisher_information(partition, mu, n_mc: int, rng):
         raise TypeError("partition must be a HyperplanePartition (use fisher_grid_exact for grids)")
     check_generator(rng)
     n_mc = positive_int(n_mc, "n_mc")
-    mu = _as_mu(mu, partition.d)
+    mu = real_array(mu, "mu", shape=(partition.d,))
     _, p, means, _, _ = partition.cell_moments(mu, n_mc, rng)
     D = means - mu
     F_means = np.einsum("n,ni,nj->ij", p, D, D)
     _, p2, _, covs, counts = partition.cell_moments(mu, n_mc, rng)
     # the per-cell covariance uses the unbiased divisor; weight by counts/N
-    F_cov = np.eye(partition.d) - np.einsum("n,nij->ij", (counts - 1).clip(min=0) / counts.sum(), covs)
+    F_cov = np.eye(partition.d) - np.einsum(
+        "n,nij->ij", (counts - 1).clip(min=0) / counts.sum(), covs
+    )
     return F_means, F_cov
 
 
 # --------------------------------------------------------------------------- estimators
-def psgd_coarse_mean(partition, cells, D: float, R: float, epochs: int, batch: int, c: float, rng, *,
-                     tail: float | None = None, stats_out: dict | None = None) -> np.ndarray:
+def psgd_coarse_mean(
+    partition,
+    cells,
+    D: float,
+    R: float,
+    epochs: int,
+    batch: int,
+    c: float,
+    rng,
+    *,
+    tail: float | None = None,
+    stats_out: dict | None = None,
+) -> np.ndarray:
     r"""Projected SGD on the coarse negative log-likelihood with an exact sampling oracle.
 
     Step ``t`` takes a minibatch of observed cells, draws ``y ~ N(mu, I)`` truncated to each cell
@@ -484,7 +541,9 @@ def psgd_coarse_mean(partition, cells, D: float, R: float, epochs: int, batch: i
     if not D > 0:
         raise ValueError(f"D must be positive, got {D}")
     if not R >= D:
-        raise ValueError(f"R must be at least D (the box must contain the warm-start region), got R={R}, D={D}")
+        raise ValueError(
+            f"R must be at least D (the box must contain the warm-start region), got R={R}, D={D}"
+        )
     if not c > 0:
         raise ValueError(f"c must be a positive step-size constant, got {c}")
     epochs, batch = positive_int(epochs, "epochs"), positive_int(batch, "batch")
@@ -498,7 +557,7 @@ def psgd_coarse_mean(partition, cells, D: float, R: float, epochs: int, batch: i
         perm = rng.permutation(n)
         for s in range(steps_per_epoch):
             t += 1
-            idx = perm[s * batch:(s + 1) * batch]
+            idx = perm[s * batch : (s + 1) * batch]
             if isinstance(partition, HyperplanePartition):
                 y = partition.sample_truncated(mu, cells[idx], rng, R=R, stats_out=stats_out)
             else:
@@ -523,7 +582,7 @@ def mle_grid(partition: GridPartition, cells, *, x0=None) -> np.ndarray:
         ll, dll = _interval_loglik(lo - m, hi - m)
         return -ll.sum(), -(Q @ dll.sum(axis=0))
 
-    x0 = np.zeros(partition.d) if x0 is None else _as_mu(x0, partition.d, "x0")
+    x0 = np.zeros(partition.d) if x0 is None else real_array(x0, "x0", shape=(partition.d,))
     res = optimize.minimize(f, x0, jac=True, method="L-BFGS-B")
     return res.x
 
@@ -556,9 +615,14 @@ def interval_regression_mle(X, lo, hi) -> np.ndarray:
         ll, dll = _interval_loglik(li - Xi @ w, ui - Xi @ w)
         return val - ll.sum(), grad - Xi.T @ dll
 
-    w0 = np.linalg.lstsq(X, np.where(exact, lo, np.where(np.isfinite(lo) & np.isfinite(hi),
-                                                          0.5 * (lo + hi), 0.0)), rcond=None)[0]
-    res = optimize.minimize(f, w0, jac=True, method="L-BFGS-B", options=dict(maxiter=500, gtol=1e-10))
+    w0 = np.linalg.lstsq(
+        X,
+        np.where(exact, lo, np.where(np.isfinite(lo) & np.isfinite(hi), 0.5 * (lo + hi), 0.0)),
+        rcond=None,
+    )[0]
+    res = optimize.minimize(
+        f, w0, jac=True, method="L-BFGS-B", options=dict(maxiter=500, gtol=1e-10)
+    )
     return res.x
 
 
@@ -604,12 +668,14 @@ def interval_regression_sgd(X, lo, hi, epochs: int, batch: int, c: float, rng) -
         perm = rng.permutation(n)
         for s in range(steps):
             t += 1
-            idx = perm[s * batch:(s + 1) * batch]
+            idx = perm[s * batch : (s + 1) * batch]
             m = X[idx] @ w
             y = lo[idx].copy()
             iv = ~exact[idx]
             if iv.any():
-                y[iv] = stats.truncnorm.rvs(lo[idx][iv] - m[iv], hi[idx][iv] - m[iv], loc=m[iv], random_state=rng)
+                y[iv] = stats.truncnorm.rvs(
+                    lo[idx][iv] - m[iv], hi[idx][iv] - m[iv], loc=m[iv], random_state=rng
+                )
             w = w - (c / np.sqrt(t)) * (X[idx].T @ (m - y)) / idx.size
             if e == epochs - 1:
                 acc += w

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lib import qlearning_d2z as ql
+from lib.papers import qlearning_d2z as ql
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +45,9 @@ def test_unique_optimal_actions(mdp):
 def test_step_sizes_endpoints():
     e = ql.step_sizes("pd2z", 100, 0.05, nu=2)
     assert e[-1] == 0.0 and np.all((0 <= e) & (e <= 0.05))
-    assert np.isclose(e[0], 0.05 * 0.99 ** 2)
+    assert np.isclose(e[0], 0.05 * 0.99**2)
     assert np.allclose(ql.step_sizes("const", 5, 0.1), 0.1)
-    assert np.isclose(ql.step_sizes("poly", 10, 0.05, alpha=0.65)[-1], 0.05 * 10 ** -0.65)
+    assert np.isclose(ql.step_sizes("poly", 10, 0.05, alpha=0.65)[-1], 0.05 * 10**-0.65)
 
 
 def test_step_sizes_bad_input():
@@ -100,7 +100,9 @@ def test_offset_coupling_is_exact(mdp):
     e = ql.step_sizes("pd2z", 300, 0.05)
     Qs = mdp.q_star()
     a = ql.run_sync_q(mdp, e, 3, np.random.default_rng(9), Q0=Qs, track_error=False, keep_from=1)
-    b = ql.run_sync_q(mdp, e, 3, np.random.default_rng(9), Q0=Qs + 50, track_error=False, keep_from=1)
+    b = ql.run_sync_q(
+        mdp, e, 3, np.random.default_rng(9), Q0=Qs + 50, track_error=False, keep_from=1
+    )
     diff = b["kept"] - a["kept"]
     pred = 50 * ql.forgetting_factor(e, mdp.gamma)
     assert np.allclose(diff, pred[None, :, None], rtol=1e-8, atol=1e-9)
@@ -108,8 +110,14 @@ def test_offset_coupling_is_exact(mdp):
 
 def test_run_sync_q_converges_and_averages(mdp):
     n = 2000
-    out = ql.run_sync_q(mdp, ql.step_sizes("pd2z", n, 0.05), 50, np.random.default_rng(1),
-                        tail_m=ql.tail_length(n), keep_from=n - 10)
+    out = ql.run_sync_q(
+        mdp,
+        ql.step_sizes("pd2z", n, 0.05),
+        50,
+        np.random.default_rng(1),
+        tail_m=ql.tail_length(n),
+        keep_from=n - 10,
+    )
     Qs = mdp.q_star()
     assert np.sqrt(np.mean((out["tail"] - Qs) ** 2)) < 0.05
     assert np.allclose(out["kept"][:, -1], out["last"])

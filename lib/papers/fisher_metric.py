@@ -19,32 +19,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
-
-from .validate import check_generator, positive_int
 from scipy.optimize import brentq
+
+from lib.validate import check_generator, positive_int, simplex
 
 
 # ----------------------------------------------------------------------------- validation
-def check_probs(p, name: str = "p") -> np.ndarray:
-    """Validate probability vectors (class axis last): finite, >= 0, summing to 1, C >= 2."""
-    p = np.asarray(p, dtype=float)
-    if p.ndim < 1 or p.shape[-1] < 2:
-        raise ValueError(f"{name} must have a class axis of length >= 2, got shape {p.shape}")
-    if not np.all(np.isfinite(p)) or np.any(p < 0):
-        raise ValueError(f"{name} must be finite and non-negative")
-    if not np.allclose(p.sum(-1), 1.0, atol=1e-9):
-        raise ValueError(f"{name} must sum to 1 along the last axis")
-    return p
-
-
-
-
-
-
 # ----------------------------------------------------------------------------- core space
 def simplex_fim(p) -> np.ndarray:
     r"""Core-space FIM of the softmax in logit coordinates, :math:`\mathrm{diag}(p)-pp^\top` (batched)."""
-    p = check_probs(p)
+    p = simplex(p, "p")
     return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]
 
 
@@ -68,7 +52,7 @@ def top_eigpair(p):
     :math:`v_i\propto p_i/(p_i-\lambda)`.
     If the two largest probabilities tie, :math:`\lambda_C=p_{(C)}` and :math:`v\propto e_a-e_b`.
     """
-    p = check_probs(p)
+    p = simplex(p, "p")
     if p.ndim != 1:
         raise ValueError(f"p must be a single probability vector, got shape {p.shape}")
     order = np.argsort(p)
@@ -88,7 +72,7 @@ def top_eigpair(p):
     def h(lam):
         return np.sum(q / (q - lam))
 
-    left, right = np.nextafter(lo, hi), np.nextafter(hi, lo)   # h(left) < 0 < h(right)
+    left, right = np.nextafter(lo, hi), np.nextafter(hi, lo)  # h(left) < 0 < h(right)
     lam = brentq(h, left, right, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=1000)
     v = np.where(mask, p / (p - lam), 0.0)
     return float(lam), v / np.linalg.norm(v)
@@ -97,31 +81,34 @@ def top_eigpair(p):
 def lambda_max_bounds(p):
     r"""Bounds on :math:`\lambda_C` (book's precise form of Thm 1 (iii)):
     :math:`\max\{p_{(C-1)},p_{(C)}(1-p_{(C)}),\lambda_{\max}(M_2)\}\le\lambda_C\le\min\{p_{(C)},1-\|p\|^2\}`."""
-    p = check_probs(p)
+    p = simplex(p, "p")
     s = np.sort(p, axis=-1)
     pc, pc1 = s[..., -1], s[..., -2]
     A, B = pc * (1 - pc), pc1 * (1 - pc1)
-    m2 = 0.5 * (A + B + np.sqrt((A - B) ** 2 + 4 * pc ** 2 * pc1 ** 2))
+    m2 = 0.5 * (A + B + np.sqrt((A - B) ** 2 + 4 * pc**2 * pc1**2))
     lo = np.maximum(np.maximum(pc1, A), m2)
-    hi = np.minimum(pc, np.sum(p * (1 - p), axis=-1))   # 1 - |p|^2, without cancellation
+    hi = np.minimum(pc, np.sum(p * (1 - p), axis=-1))  # 1 - |p|^2, without cancellation
     return lo, hi
 
 
 def core_envelopes(p):
     r"""Löwner envelopes :math:`\lambda_Cv_Cv_C^\top\preceq\mathcal I\preceq\mathrm{diag}(p)` for one ``p``."""
-    p = check_probs(p)
+    p = simplex(p, "p")
     lam, v = top_eigpair(p)
     return lam * np.outer(v, v), np.diag(p)
 
 
 # ----------------------------------------------------------------------------- networks (torch)
-def make_mlp(sizes, seed: int = 0):
-    """A tanh MLP ``sizes[0] -> ... -> sizes[-1]`` in float64 (``torch.nn.Sequential``)."""
+def make_mlp(sizes):
+    """A tanh MLP ``sizes[0] -> ... -> sizes[-1]`` in float64 (``torch.nn.Sequential``).
+
+    Its initial weights come from torch's default initialisation; build it inside
+    ``lib.seed.torch_seeded(...)`` in a notebook for a reproducible draw.
+    """
     import torch
 
     if len(sizes) < 2 or any((not isinstance(s, (int, np.integer))) or s < 1 for s in sizes):
         raise ValueError(f"sizes must be at least two positive integers, got {sizes}")
-    torch.manual_seed(int(seed))
     layers = []
     for i in range(len(sizes) - 1):
         layers.append(torch.nn.Linear(int(sizes[i]), int(sizes[i + 1])).double())
@@ -143,7 +130,9 @@ def logit_jacobians(model, X) -> np.ndarray:
         return functional_call(model, prm, (x[None],))[0]
 
     jac = vmap(jacrev(logits), in_dims=(None, 0))(params, X)
-    return torch.cat([jac[k].reshape(X.shape[0], -1, params[k].numel()) for k in params], dim=2).numpy()
+    return torch.cat(
+        [jac[k].reshape(X.shape[0], -1, params[k].numel()) for k in params], dim=2
+    ).numpy()
 
 
 def softmax_probs(model, X) -> np.ndarray:
@@ -151,12 +140,14 @@ def softmax_probs(model, X) -> np.ndarray:
     import torch
 
     with torch.no_grad():
-        return torch.softmax(model(torch.as_tensor(np.asarray(X), dtype=torch.float64)), dim=-1).numpy()
+        return torch.softmax(
+            model(torch.as_tensor(np.asarray(X), dtype=torch.float64)), dim=-1
+        ).numpy()
 
 
 def _check_Jp(J, p):
     J = np.asarray(J, dtype=float)
-    p = check_probs(p)
+    p = simplex(p, "p")
     if J.ndim != 3 or p.shape != J.shape[:2]:
         raise ValueError(f"J must be (B, C, P) and p (B, C), got {J.shape} and {p.shape}")
     return J, p
@@ -181,8 +172,14 @@ def fim_bounds(J, p):
     return R.T @ R, np.einsum("bcp,bc,bcq->pq", J, p, J)
 
 
-def probe_vectors(p, n_probes: int, kind: str = "full", dist: str = "rademacher",
-                  generator: np.random.Generator | None = None, weight: str = "sqrt"):
+def probe_vectors(
+    p,
+    n_probes: int,
+    kind: str = "full",
+    dist: str = "rademacher",
+    generator: np.random.Generator | None = None,
+    weight: str = "sqrt",
+):
     r"""Logit-space probes :math:`u` (shape (R, B, C)) whose outer products average to the core metric.
 
     ``kind="full"``: :math:`u=\sqrt p\circ\xi-p\,(\sqrt p\cdot\xi)` (unbiased for :math:`\mathcal I`);
@@ -190,7 +187,7 @@ def probe_vectors(p, n_probes: int, kind: str = "full", dist: str = "rademacher"
     (for :math:`\lambda_Cv_Cv_C^\top`). ``weight="p"`` uses :math:`p` instead of :math:`\sqrt p` (the
     biased version printed in some summaries; a negative control).
     """
-    p = check_probs(p)
+    p = simplex(p, "p")
     R = positive_int(n_probes, "n_probes")
     if kind not in ("full", "dg", "lr"):
         raise ValueError(f"kind must be 'full', 'dg' or 'lr', got {kind!r}")
@@ -201,10 +198,14 @@ def probe_vectors(p, n_probes: int, kind: str = "full", dist: str = "rademacher"
     check_generator(generator, "generator")
     B, C = p.shape
     shape = (R, B, 1) if kind == "lr" else (R, B, C)
-    xi = generator.choice([-1.0, 1.0], size=shape) if dist == "rademacher" else generator.standard_normal(shape)
+    xi = (
+        generator.choice([-1.0, 1.0], size=shape)
+        if dist == "rademacher"
+        else generator.standard_normal(shape)
+    )
     if kind == "lr":
         pairs = [top_eigpair(p[b]) for b in range(B)]
-        w = np.array([math.sqrt(lam) * v for lam, v in pairs])          # (B, C)
+        w = np.array([math.sqrt(lam) * v for lam, v in pairs])  # (B, C)
         return xi * w[None]
     w = np.sqrt(p) if weight == "sqrt" else p
     s = w[None] * xi
@@ -213,9 +214,17 @@ def probe_vectors(p, n_probes: int, kind: str = "full", dist: str = "rademacher"
     return s - p[None] * s.sum(-1, keepdims=True)
 
 
-def hutchinson_stats(J, p, n_probes: int, kind: str = "full", dist: str = "rademacher",
-                     generator: np.random.Generator | None = None, pairs=None, chunk: int = 2000,
-                     weight: str = "sqrt"):
+def hutchinson_stats(
+    J,
+    p,
+    n_probes: int,
+    kind: str = "full",
+    dist: str = "rademacher",
+    generator: np.random.Generator | None = None,
+    pairs=None,
+    chunk: int = 2000,
+    weight: str = "sqrt",
+):
     r"""Monte-Carlo statistics of the single-probe estimator :math:`\mathbb F=gg^\top`, :math:`g=J^\top u`.
 
     Returns a dict: ``diag_mean``, ``diag_sd`` (per-probe s.d. of :math:`g_i^2`), ``trace_mean``,
@@ -227,32 +236,46 @@ def hutchinson_stats(J, p, n_probes: int, kind: str = "full", dist: str = "radem
     check_generator(generator, "generator")
     B, C, P = J.shape
     Jf = J.reshape(B * C, P)
-    s1 = np.zeros(P); s2 = np.zeros(P); t1 = 0.0; t2 = 0.0
+    s1 = np.zeros(P)
+    s2 = np.zeros(P)
+    t1 = 0.0
+    t2 = 0.0
     pairs = None if pairs is None else np.asarray(pairs, dtype=int)
     if pairs is not None:
-        q1 = np.zeros(len(pairs)); q2 = np.zeros(len(pairs))
+        q1 = np.zeros(len(pairs))
+        q2 = np.zeros(len(pairs))
     done = 0
     while done < R:
         m = min(chunk, R - done)
         u = probe_vectors(p, m, kind, dist, generator, weight).reshape(m, -1)
-        if kind == "lr":   # u has shape (m, B, C) after broadcasting
+        if kind == "lr":  # u has shape (m, B, C) after broadcasting
             u = u.reshape(m, B * C)
-        g = u @ Jf                                       # (m, P): g = J^T u
-        g2 = g ** 2
-        s1 += g2.sum(0); s2 += (g2 ** 2).sum(0)
-        tr = g2.sum(1); t1 += tr.sum(); t2 += (tr ** 2).sum()
+        g = u @ Jf  # (m, P): g = J^T u
+        g2 = g**2
+        s1 += g2.sum(0)
+        s2 += (g2**2).sum(0)
+        tr = g2.sum(1)
+        t1 += tr.sum()
+        t2 += (tr**2).sum()
         if pairs is not None:
             gg = g[:, pairs[:, 0]] * g[:, pairs[:, 1]]
-            q1 += gg.sum(0); q2 += (gg ** 2).sum(0)
+            q1 += gg.sum(0)
+            q2 += (gg**2).sum(0)
         done += m
     mean = s1 / R
-    var = np.maximum(s2 / R - mean ** 2, 0) * R / (R - 1)
+    var = np.maximum(s2 / R - mean**2, 0) * R / (R - 1)
     tm = t1 / R
-    tv = max(t2 / R - tm ** 2, 0) * R / (R - 1)
-    out = {"diag_mean": mean, "diag_sd": np.sqrt(var), "trace_mean": tm, "trace_se": math.sqrt(tv / R), "n": R}
+    tv = max(t2 / R - tm**2, 0) * R / (R - 1)
+    out = {
+        "diag_mean": mean,
+        "diag_sd": np.sqrt(var),
+        "trace_mean": tm,
+        "trace_se": math.sqrt(tv / R),
+        "n": R,
+    }
     if pairs is not None:
         pm = q1 / R
-        out["pair_mean"], out["pair_var"] = pm, np.maximum(q2 / R - pm ** 2, 0) * R / (R - 1)
+        out["pair_mean"], out["pair_var"] = pm, np.maximum(q2 / R - pm**2, 0) * R / (R - 1)
     return out
 
 
@@ -260,8 +283,8 @@ def score_rows(J, p) -> np.ndarray:
     r"""Rows :math:`r_k=\sqrt{p_{xy}}\,J_x^\top(e_y-p_x)` for every pair :math:`k=(x,y)`, shape (B*C, P)."""
     J, p = _check_Jp(J, p)
     B, C, P = J.shape
-    E = np.eye(C)[None] - p[:, None, :]                   # (B, y, c): e_y - p_x
-    grads = np.einsum("byc,bcp->byp", E, J)               # J_x^T (e_y - p_x)
+    E = np.eye(C)[None] - p[:, None, :]  # (B, y, c): e_y - p_x
+    grads = np.einsum("byc,bcp->byp", E, J)  # J_x^T (e_y - p_x)
     return (np.sqrt(p)[..., None] * grads).reshape(B * C, P)
 
 
@@ -272,16 +295,16 @@ def hutchinson_variance(J, p, pairs=None, dist: str = "rademacher"):
     if dist not in ("rademacher", "gaussian"):
         raise ValueError(f"dist must be 'rademacher' or 'gaussian', got {dist!r}")
     r = score_rows(J, p)
-    S2 = (r ** 2).sum(0)
-    S4 = (r ** 4).sum(0)
+    S2 = (r**2).sum(0)
+    S4 = (r**4).sum(0)
     c = 2.0 if dist == "rademacher" else 0.0
-    diag = 2 * S2 ** 2 - c * S4
+    diag = 2 * S2**2 - c * S4
     if pairs is None:
         return diag
     pairs = np.asarray(pairs, dtype=int)
     i, j = pairs[:, 0], pairs[:, 1]
     Fij = (r[:, i] * r[:, j]).sum(0)
-    return diag, S2[i] * S2[j] + Fij ** 2 - c * (r[:, i] ** 2 * r[:, j] ** 2).sum(0)
+    return diag, S2[i] * S2[j] + Fij**2 - c * (r[:, i] ** 2 * r[:, j] ** 2).sum(0)
 
 
 def mc_fim_diag_samples(J, p, n_samples: int, generator: np.random.Generator):
@@ -297,7 +320,7 @@ def mc_fim_diag_samples(J, p, n_samples: int, generator: np.random.Generator):
         y = np.minimum((generator.random((B, 1)) > cum).sum(1), C - 1)
         E = np.eye(C)[y] - p
         g = np.einsum("bc,bcp->bp", E, J)
-        out[s] = (g ** 2).sum(0)
+        out[s] = (g**2).sum(0)
     return out
 
 
@@ -306,7 +329,9 @@ def empirical_fim_diag(J, p, y) -> np.ndarray:
     J, p = _check_Jp(J, p)
     y = np.asarray(y, dtype=int)
     if y.shape != (J.shape[0],) or np.any(y < 0) or np.any(y >= J.shape[1]):
-        raise ValueError(f"y must be ({J.shape[0]},) labels in [0, {J.shape[1]}), got shape {y.shape}")
+        raise ValueError(
+            f"y must be ({J.shape[0]},) labels in [0, {J.shape[1]}), got shape {y.shape}"
+        )
     E = np.eye(J.shape[1])[y] - p
     return (np.einsum("bc,bcp->bp", E, J) ** 2).sum(0)
 
@@ -317,7 +342,7 @@ def mc_cv_closed_form(delta):
     d = np.asarray(delta, dtype=float)
     if np.any((d <= 0) | (d >= 1)):
         raise ValueError("delta must lie in (0, 1)")
-    return np.sqrt((d ** 3 + (1 - d) ** 3) / (d * (1 - d)) - 1)
+    return np.sqrt((d**3 + (1 - d) ** 3) / (d * (1 - d)) - 1)
 
 
 def hutchinson_cv_closed_form(delta):
@@ -328,8 +353,9 @@ def hutchinson_cv_closed_form(delta):
     return 2 * np.sqrt(d * (1 - d))
 
 
-def hutchinson_probe_autograd(model, X, kind: str = "full", generator: np.random.Generator | None = None,
-                              xi=None):
+def hutchinson_probe_autograd(
+    model, X, kind: str = "full", generator: np.random.Generator | None = None, xi=None
+):
     r"""One probe with a single backward pass: :math:`g=\partial_\theta\sum(u^{\text{detached}}\cdot z)=J^\top u`.
 
     ``xi`` (B, C) may be given to fix the signs; otherwise they are Rademacher from ``generator``.

@@ -25,13 +25,20 @@ import networkx as nx
 import numpy as np
 from scipy import optimize
 
-from .validate import check_generator, positive_int
+from lib.validate import check_generator, positive_int
 
 
 # --------------------------------------------------------------------------- networks
 def _check_net(Ws, bs, d=None):
-    if not isinstance(Ws, (list, tuple)) or not isinstance(bs, (list, tuple)) or len(Ws) == 0 or len(Ws) != len(bs):
-        raise ValueError("Ws and bs must be non-empty lists of the same length (one weight matrix and bias per layer)")
+    if (
+        not isinstance(Ws, (list, tuple))
+        or not isinstance(bs, (list, tuple))
+        or len(Ws) == 0
+        or len(Ws) != len(bs)
+    ):
+        raise ValueError(
+            "Ws and bs must be non-empty lists of the same length (one weight matrix and bias per layer)"
+        )
     Ws = [np.asarray(W, dtype=float) for W in Ws]
     bs = [np.asarray(b, dtype=float) for b in bs]
     prev = Ws[0].shape[1] if Ws[0].ndim == 2 else None
@@ -123,7 +130,7 @@ def region_affine(Ws, bs, s):
         Z, z = W @ M, W @ v + b
         rows_A.append(Z)
         rows_c.append(z)
-        mask = (s[k:k + W.shape[0]] > 0)[:, None]
+        mask = (s[k : k + W.shape[0]] > 0)[:, None]
         M, v = mask * Z, mask[:, 0] * z
         k += W.shape[0]
     return np.vstack(rows_A), np.concatenate(rows_c)
@@ -138,7 +145,9 @@ def interior_point(Ws, bs, s, *, cap: float = 1.0):
     d = A.shape[1]
     # a dead neuron (all its inputs switched off here) has the constant pre-activation c_j: its sign is forced
     if np.any(s[~live] * c[~live] <= 0):
-        raise ValueError("the sign sequence s has no interior (a constant pre-activation has the other sign)")
+        raise ValueError(
+            "the sign sequence s has no interior (a constant pre-activation has the other sign)"
+        )
     # s_j (A_j x + c_j) >= r |A_j|   <=>   -s_j A_j x + |A_j| r <= s_j c_j
     A_ub = np.hstack([-(s[live, None] * A[live]), norms[live, None]])
     res = _linprog(np.r_[np.zeros(d), -1.0], A_ub, s[live] * c[live], d, (0, cap))
@@ -156,15 +165,31 @@ BOX = 1e4
 def _linprog(cost, A_ub, b_ub, d, t_bounds, A_eq=None, b_eq=None):
     """HiGHS with the simplex method, then the interior-point method if the first one fails; None if both fail."""
     for method in ("highs-ds", "highs-ipm"):
-        res = optimize.linprog(cost, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq,
-                               bounds=[(-BOX, BOX)] * d + [t_bounds], method=method)
+        res = optimize.linprog(
+            cost,
+            A_ub=A_ub,
+            b_ub=b_ub,
+            A_eq=A_eq,
+            b_eq=b_eq,
+            bounds=[(-BOX, BOX)] * d + [t_bounds],
+            method=method,
+        )
         if res.status == 0:
             return res
     return None
 
 
-def facet_neurons(Ws, bs, s, *, x0=None, tol: float = 1e-9, skip=None, stats: dict | None = None,
-                  use_ray: bool = True) -> list[int]:
+def facet_neurons(
+    Ws,
+    bs,
+    s,
+    *,
+    x0=None,
+    tol: float = 1e-9,
+    skip=None,
+    stats: dict | None = None,
+    use_ray: bool = True,
+) -> list[int]:
     r"""Neurons whose zero set bounds a facet of region ``s``.
 
     First a ray test: from an interior point ``x0``, move straight toward hyperplane :math:`i`; if no other
@@ -177,13 +202,13 @@ def facet_neurons(Ws, bs, s, *, x0=None, tol: float = 1e-9, skip=None, stats: di
     s = np.asarray(s, dtype=float)
     n, d = A.shape
     norms = np.linalg.norm(A, axis=1)
-    live = norms > 1e-12                      # a dead neuron (constant pre-activation) bounds nothing
+    live = norms > 1e-12  # a dead neuron (constant pre-activation) bounds nothing
     if x0 is None:
         x0, _ = interior_point(Ws, bs, s)
-    g = s * (A @ x0 + c)                       # slacks at x0 (all positive)
+    g = s * (A @ x0 + c)  # slacks at x0 (all positive)
     An = A / np.where(live, norms, 1.0)[:, None]
-    gn = g / np.where(live, norms, 1.0)        # distances to the hyperplanes
-    cos = An @ An.T                            # cosines between normals
+    gn = g / np.where(live, norms, 1.0)  # distances to the hyperplanes
+    cos = An @ An.T  # cosines between normals
     out = []
     skip = set() if skip is None else set(skip)
     for i in range(n):
@@ -200,8 +225,15 @@ def facet_neurons(Ws, bs, s, *, x0=None, tol: float = 1e-9, skip=None, stats: di
         others = live.copy()
         others[i] = False
         A_ub = np.hstack([-(s[others, None] * A[others]), norms[others, None]])
-        res = _linprog(np.r_[np.zeros(d), -1.0], A_ub, s[others] * c[others], d, (None, 1.0),
-                       A_eq=np.hstack([A[i], 0.0])[None], b_eq=[-c[i]])
+        res = _linprog(
+            np.r_[np.zeros(d), -1.0],
+            A_ub,
+            s[others] * c[others],
+            d,
+            (None, 1.0),
+            A_eq=np.hstack([A[i], 0.0])[None],
+            b_eq=[-c[i]],
+        )
         if stats is not None:
             stats["lp"] = stats.get("lp", 0) + 1
         if res is not None and -res.fun > tol:
@@ -210,7 +242,9 @@ def facet_neurons(Ws, bs, s, *, x0=None, tol: float = 1e-9, skip=None, stats: di
 
 
 # --------------------------------------------------------------------------- enumeration
-def enumerate_regions(Ws, bs, x0=None, *, max_regions: int | None = None, stats: dict | None = None) -> nx.Graph:
+def enumerate_regions(
+    Ws, bs, x0=None, *, max_regions: int | None = None, stats: dict | None = None
+) -> nx.Graph:
     """Breadth-first search over the linear regions; returns the connectivity graph.
 
     Nodes are sign sequences as tuples of ``+-1`` (attribute ``point``: an interior point); an edge joins
@@ -260,7 +294,9 @@ def brute_force_graph(Ws, bs, *, max_neurons: int = 14) -> nx.Graph:
     Ws, bs = _check_net(Ws, bs)
     n = sum(W.shape[0] for W in Ws)
     if n > max_neurons:
-        raise ValueError(f"brute force over 2^{n} sign sequences refused (max_neurons = {max_neurons})")
+        raise ValueError(
+            f"brute force over 2^{n} sign sequences refused (max_neurons = {max_neurons})"
+        )
     G = nx.Graph()
     for code in range(2**n):
         s = np.where((code >> np.arange(n)) & 1, 1, -1).astype(np.int8)
@@ -296,7 +332,10 @@ def avg_degree(G: nx.Graph) -> float:
 def moore_lower_bound(n_regions: int, max_degree: int) -> int:
     r"""Smallest :math:`D` with :math:`1+\Delta\sum_{r<D}(\Delta-1)^r\ge N_d` (a graph of maximum degree :math:`\Delta` and
     diameter :math:`D` has at most that many nodes)."""
-    n_regions, max_degree = positive_int(n_regions, "n_regions"), positive_int(max_degree, "max_degree")
+    n_regions, max_degree = (
+        positive_int(n_regions, "n_regions"),
+        positive_int(max_degree, "max_degree"),
+    )
     D, reach = 0, 1
     while reach < n_regions:
         D += 1

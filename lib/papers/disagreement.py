@@ -22,6 +22,8 @@ import math
 import numpy as np
 import torch
 
+from lib.validate import positive
+
 KINDS = ("rg", "glk", "ours")
 
 
@@ -56,7 +58,7 @@ def dis_loss(s, y, kind: str):
     s, y = _check_sy(s, y)
     K = s.shape[-1]
     sy = s.gather(-1, y.unsqueeze(-1)).squeeze(-1)
-    mean_rest = (s.sum(-1) - sy) / (K - 1)               # mean of the logits other than y
+    mean_rest = (s.sum(-1) - sy) / (K - 1)  # mean of the logits other than y
     if kind == "rg":
         # log(1 + e^t) exactly; torch's softplus switches to t for t > 20 (error up to e^-20)
         t = sy - mean_rest
@@ -85,9 +87,10 @@ def pointwise_grad(s, w, kind: str):
     r"""Gradient in ``s`` (shape (..., K), label 0) of :math:`W(s)=w\,\mathrm{CE}(s,0)+\ell_{dis}(s,0)`."""
     _check_kind(kind)
     K = s.shape[-1]
-    e0 = np.zeros(K); e0[0] = 1.0
+    e0 = np.zeros(K)
+    e0[0] = 1.0
     sig = _softmax(s)
-    g = np.asarray(w)[..., None] * (sig - e0)                        # cross-entropy
+    g = np.asarray(w)[..., None] * (sig - e0)  # cross-entropy
     if kind == "glk":
         g += sig - (1 - e0) / (K - 1)
     elif kind == "rg":
@@ -100,8 +103,15 @@ def pointwise_grad(s, w, kind: str):
     return g
 
 
-def pointwise_minimise(w, K: int, kind: str, n_init: int, generator: np.random.Generator, steps: int = 3000,
-                       init_scale: float = 3.0):
+def pointwise_minimise(
+    w,
+    K: int,
+    kind: str,
+    n_init: int,
+    generator: np.random.Generator,
+    steps: int = 3000,
+    init_scale: float = 3.0,
+):
     r"""Minimise :math:`W(s)=w\,\mathrm{CE}(s,0)+\ell_{dis}(s,0)` over full logit vectors by gradient descent
     (analytic gradients, step :math:`1/(1+w)`), for every weight in ``w`` (shape (M,)) and ``n_init``
     random initialisations at once. Returns the final logits, shape (M, n_init, K)."""
@@ -112,7 +122,9 @@ def pointwise_minimise(w, K: int, kind: str, n_init: int, generator: np.random.G
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 2:
         raise ValueError(f"K must be an integer >= 2, got {K!r}")
     if not isinstance(generator, np.random.Generator):
-        raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a numpy.random.Generator, got {type(generator).__name__}"
+        )
     s = init_scale * generator.standard_normal((w.size, n_init, K))
     W = np.broadcast_to(w[:, None], (w.size, n_init))
     lr = (1.0 / (1.0 + w))[:, None, None]
@@ -127,10 +139,14 @@ def decisions(s):
 
 
 # ----------------------------------------------------------------------------- tabular problems
-def tabular_problem(n_points: int, K: int, generator: np.random.Generator, concentration: float = 1.0):
+def tabular_problem(
+    n_points: int, K: int, generator: np.random.Generator, concentration: float = 1.0
+):
     """A finite input space: densities ``pS``, ``pT`` (Dirichlet) and labels ``y`` (h1 = h2)."""
     if not isinstance(generator, np.random.Generator):
-        raise TypeError(f"generator must be a numpy.random.Generator, got {type(generator).__name__}")
+        raise TypeError(
+            f"generator must be a numpy.random.Generator, got {type(generator).__name__}"
+        )
     if n_points < 1 or K < 2:
         raise ValueError(f"need n_points >= 1 and K >= 2, got {n_points}, {K}")
     pS = generator.dirichlet(np.full(n_points, concentration))
@@ -138,53 +154,64 @@ def tabular_problem(n_points: int, K: int, generator: np.random.Generator, conce
     return pS, pT, generator.integers(0, K, n_points)
 
 
-def _check_alpha(alpha):
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not alpha > 0:
-        raise ValueError(f"alpha must be a positive number, got {alpha!r}")
-    return float(alpha)
-
-
 def true_discrepancy(pred, y, pS, pT, alpha: float = 1.0) -> float:
     r""":math:`d_\alpha=\alpha\sum_xp_T(x)\mathbb 1\{\hat y\ne y\}-\sum_xp_S(x)\mathbb 1\{\hat y\ne y\}` on a finite space."""
-    alpha = _check_alpha(alpha)
+    alpha = positive(alpha, "alpha")
     dis = (np.asarray(pred) != np.asarray(y)).astype(float)
     return float(alpha * np.sum(np.asarray(pT) * dis) - np.sum(np.asarray(pS) * dis))
 
 
 def optimal_discrepancy(pS, pT, alpha: float = 1.0) -> float:
     r""":math:`\sup_fd_\alpha=\sum_x(\alpha p_T(x)-p_S(x))_+` (disagree exactly where :math:`\alpha p_T>p_S`)."""
-    alpha = _check_alpha(alpha)
+    alpha = positive(alpha, "alpha")
     return float(np.sum(np.maximum(alpha * np.asarray(pT) - np.asarray(pS), 0.0)))
 
 
 def predicted_fraction(pS, pT, lam: float, alpha: float = 1.0) -> float:
     r"""Fraction of :math:`\sup d` recovered by a critic that disagrees exactly where :math:`w<\lambda`."""
-    alpha = _check_alpha(alpha)
+    alpha = positive(alpha, "alpha")
     pS, pT = np.asarray(pS), np.asarray(pT)
     gain = alpha * pT - pS
     w = pS / (alpha * pT)
     return float(np.sum(gain[w < lam]) / np.sum(gain[w < 1]))
 
 
-def train_tabular_critic(pS, pT, y, K: int, kind: str, alpha: float, generator: torch.Generator,
-                         steps: int = 1500, lr: float = 0.1):
+def train_tabular_critic(
+    pS,
+    pT,
+    y,
+    K: int,
+    kind: str,
+    alpha: float,
+    generator: torch.Generator,
+    steps: int = 1500,
+    lr: float = 0.1,
+):
     """Minimise the surrogate over *all* critics on a finite space (one free logit vector per point)."""
     _check_kind(kind)
-    alpha = _check_alpha(alpha)
+    alpha = positive(alpha, "alpha")
     pS_t, pT_t = torch.as_tensor(pS), torch.as_tensor(pT)
     yt = torch.as_tensor(np.asarray(y), dtype=torch.long)
     s = torch.randn(len(yt), K, generator=generator, dtype=torch.float64).requires_grad_()
     opt = torch.optim.Adam([s], lr=lr)
     for _ in range(steps):
         opt.zero_grad()
-        (torch.sum(pS_t * ce_loss(s, yt)) + alpha * torch.sum(pT_t * dis_loss(s, yt, kind))).backward()
+        (
+            torch.sum(pS_t * ce_loss(s, yt)) + alpha * torch.sum(pT_t * dis_loss(s, yt, kind))
+        ).backward()
         opt.step()
     return s.detach()
 
 
 # ----------------------------------------------------------------------------- linear critics
-def make_shift_data(K: int, d: int, n: int, generator: torch.Generator, noise_target: float = 1.5,
-                    shift_scale: float = 1.0):
+def make_shift_data(
+    K: int,
+    d: int,
+    n: int,
+    generator: torch.Generator,
+    noise_target: float = 1.5,
+    shift_scale: float = 1.0,
+):
     """Synthetic covariate shift: class means ~ N(0, 4I); source x = mean + N(0, I); target uses
     noise scale ``noise_target`` and a random mean shift. Returns (XS, yS, XT, yT)."""
     means = 2.0 * torch.randn(K, d, generator=generator, dtype=torch.float64)
@@ -192,7 +219,11 @@ def make_shift_data(K: int, d: int, n: int, generator: torch.Generator, noise_ta
     yS = torch.randint(0, K, (n,), generator=generator)
     yT = torch.randint(0, K, (n,), generator=generator)
     XS = means[yS] + torch.randn(n, d, generator=generator, dtype=torch.float64)
-    XT = means[yT] + shift + noise_target * torch.randn(n, d, generator=generator, dtype=torch.float64)
+    XT = (
+        means[yT]
+        + shift
+        + noise_target * torch.randn(n, d, generator=generator, dtype=torch.float64)
+    )
     return XS, yS, XT, yT
 
 
@@ -208,22 +239,39 @@ def train_linear(X, y, K: int, steps: int = 300, lr: float = 0.05):
     return W.detach(), b.detach()
 
 
-def train_critics(XS, hS, XT, hT, kind: str, n_critics: int, generator: torch.Generator, steps: int = 300,
-                  lr: float = 3e-3, weight_decay: float = 5e-4):
+def train_critics(
+    XS,
+    hS,
+    XT,
+    hT,
+    kind: str,
+    n_critics: int,
+    generator: torch.Generator,
+    steps: int = 300,
+    lr: float = 3e-3,
+    weight_decay: float = 5e-4,
+):
     r"""Train ``n_critics`` linear critics at once (one tensor), AdamW, full batch, minimising
     :math:`\frac12(\mathrm{mean\,CE}(f(x_S),h_S)+\mathrm{mean}\,\ell_{dis}(f(x_T),h_T))` (RG23's protocol, :math:`\alpha=1`).
     Returns weights (n_critics, d, K) and biases (n_critics, K)."""
     _check_kind(kind)
     d, K = XS.shape[1], int(max(hS.max(), hT.max())) + 1
-    XS, XT = XS.float(), XT.float()   # float32: training speed; decisions are all we read off
-    W = (0.01 * torch.randn(n_critics, d, K, generator=generator, dtype=torch.float64)).float().requires_grad_()
+    XS, XT = XS.float(), XT.float()  # float32: training speed; decisions are all we read off
+    W = (
+        (0.01 * torch.randn(n_critics, d, K, generator=generator, dtype=torch.float64))
+        .float()
+        .requires_grad_()
+    )
     b = torch.zeros(n_critics, K, dtype=torch.float32, requires_grad=True)
     opt = torch.optim.AdamW([W, b], lr=lr, weight_decay=weight_decay)
     for _ in range(steps):
         opt.zero_grad()
         sS = torch.einsum("nd,cdk->cnk", XS, W) + b[:, None]
         sT = torch.einsum("nd,cdk->cnk", XT, W) + b[:, None]
-        loss = 0.5 * (ce_loss(sS, hS.expand(n_critics, -1)).mean(1) + dis_loss(sT, hT.expand(n_critics, -1), kind).mean(1))
+        loss = 0.5 * (
+            ce_loss(sS, hS.expand(n_critics, -1)).mean(1)
+            + dis_loss(sT, hT.expand(n_critics, -1), kind).mean(1)
+        )
         loss.sum().backward()
         opt.step()
     return W.detach(), b.detach()

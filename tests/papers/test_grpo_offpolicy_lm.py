@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from lib import grpo_lm as lm
+from lib.papers.grpo_offpolicy import lm
+from lib.seed import torch_seeded
 
 
 @pytest.fixture(scope="module")
@@ -15,7 +16,8 @@ def task():
 
 
 def small_model(seed=0):
-    return lm.TinyLM(d_model=16, n_layers=1, n_heads=2, init_seed=seed)
+    with torch_seeded(seed=seed):
+        return lm.TinyLM(d_model=16, n_layers=1, n_heads=2)
 
 
 def test_task_encodes_addition(task):
@@ -23,7 +25,7 @@ def test_task_encodes_addition(task):
     for j in (0, 37, 99):
         a, b = task.prompts[j, 0].item(), task.prompts[j, 2].item()
         ans = task.answers[j]
-        assert ans[0].item() + 10 * ans[1].item() == a + b    # least significant digit first
+        assert ans[0].item() + 10 * ans[1].item() == a + b  # least significant digit first
     assert torch.all(task.prompts[:, 1] == lm.PLUS) and torch.all(task.prompts[:, 3] == lm.EQUALS)
     two = lm.AdditionTask.make(2)
     a = two.prompts[:, 0] * 10 + two.prompts[:, 1]
@@ -64,8 +66,8 @@ def test_sequence_logprobs_match_stepwise_softmax(task):
     lp = lm.sequence_logprobs(m, p, a)
     ids = torch.cat([p, a], 1)
     for t in range(a.shape[1]):
-        logits = m(ids[:, :p.shape[1] + t])[:, -1]
-        ref = torch.log_softmax(logits, -1).gather(1, a[:, t:t + 1]).squeeze(1)
+        logits = m(ids[:, : p.shape[1] + t])[:, -1]
+        ref = torch.log_softmax(logits, -1).gather(1, a[:, t : t + 1]).squeeze(1)
         assert torch.allclose(lp[:, t], ref, atol=1e-5)
     with pytest.raises(ValueError, match="prompts and responses"):
         lm.sequence_logprobs(m, p, a[:3])
@@ -74,7 +76,7 @@ def test_sequence_logprobs_match_stepwise_softmax(task):
 def test_exact_success_matches_sampling_within_3_se(task):
     m = small_model(4)
     gen = torch.Generator().manual_seed(0)
-    lm.supervised_warmup(m, task, 60, 32, 1e-2, gen)   # sharpen the model so success is not tiny
+    lm.supervised_warmup(m, task, 60, 32, 1e-2, gen)  # sharpen the model so success is not tiny
     exact = lm.exact_success(m, task)
     idx = torch.arange(task.size).repeat(200)
     out = lm.sample_answers(m, task.prompts[idx], task.answer_len, gen)
@@ -111,7 +113,7 @@ def test_token_clip_loss_inside_and_outside_window():
     loss, frac = lm.token_clip_loss(inside, logp_k, logp_alpha, adv, 0.2)
     ratio = torch.exp(inside - logp_alpha)
     assert torch.isclose(loss, -(ratio.mean(1) * adv).mean()) and frac == 0.0
-    far = logp_alpha + 1.0                        # ratio e > 1.2: clipped for a > 0 only
+    far = logp_alpha + 1.0  # ratio e > 1.2: clipped for a > 0 only
     _, frac = lm.token_clip_loss(far, logp_k, logp_alpha, adv, 0.2)
     assert frac == pytest.approx(0.5)
     with pytest.raises(ValueError, match="clip"):
@@ -124,12 +126,18 @@ def test_grpo_train_lm_runs_and_respects_structure(task):
     m = small_model(7)
     lm.supervised_warmup(m, task, 60, 32, 1e-2, torch.Generator().manual_seed(2))
     hp = dict(iters=6, B=4, G=4, lr=1e-3, eval_every=3)
-    h1 = lm.grpo_train_lm(copy.deepcopy(m), task, v=1, i=1, gen=torch.Generator().manual_seed(3), **hp)
+    h1 = lm.grpo_train_lm(
+        copy.deepcopy(m), task, v=1, i=1, gen=torch.Generator().manual_seed(3), **hp
+    )
     assert h1["steps"].tolist() == [0, 3, 6] and len(h1["batch_reward"]) == 6
     assert np.all(h1["clip_frac"] == 0) and np.all(h1["off_centre"] == 0)
-    h2 = lm.grpo_train_lm(copy.deepcopy(m), task, v=3, i=1, mask=True, gen=torch.Generator().manual_seed(3), **hp)
+    h2 = lm.grpo_train_lm(
+        copy.deepcopy(m), task, v=3, i=1, mask=True, gen=torch.Generator().manual_seed(3), **hp
+    )
     assert np.all(h2["clip_frac"] == 0) and np.all(h2["off_centre"][::3] == 0)
-    h3 = lm.grpo_train_lm(copy.deepcopy(m), task, v=1, i=4, gen=torch.Generator().manual_seed(3), **hp)
+    h3 = lm.grpo_train_lm(
+        copy.deepcopy(m), task, v=1, i=4, gen=torch.Generator().manual_seed(3), **hp
+    )
     assert h3["J"][0] == pytest.approx(h1["J"][0])
 
 

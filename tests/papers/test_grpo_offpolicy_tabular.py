@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import softmax
 
-from lib import grpo_offpolicy as gp
+from lib.papers.grpo_offpolicy import tabular as gp
 
 
 def gen(seed=0):
@@ -27,8 +27,10 @@ def test_whitening_constant_group_is_zero_and_matches_formula():
     assert np.allclose(trl[2], (r[2] - 0.5) / (np.std(r[2], ddof=1) + 1e-4))
 
 
-@pytest.mark.parametrize("kw, match", [(dict(eps=0.0), "eps"), (dict(ddof=2), "ddof"),
-                                       (dict(convention="torch"), "convention")])
+@pytest.mark.parametrize(
+    "kw, match",
+    [(dict(eps=0.0), "eps"), (dict(ddof=2), "ddof"), (dict(convention="torch"), "convention")],
+)
 def test_whitening_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
         gp.group_whiten(np.ones((2, 3)), **kw)
@@ -46,6 +48,17 @@ def test_policy_stats_returns_and_surrogate_match_direct_sums():
     # importance-sampling form equals the expectation under pi
     adv = (r - mu[..., None]) / sig[..., None]
     assert np.allclose(gp.surrogate(pi, alpha, r, 1e-3), np.sum(alpha * (pi / alpha) * adv, -1))
+
+
+def test_whitening_identity_and_self_surrogate_is_zero():
+    # lem-01-identity: J_x(pi) - mu_alpha = sigma_eps L_alpha(pi), and L_{pi_k}(pi_k) = 0
+    # (the notebook's sanity claims 01/identity/whitening and 01/identity/self-zero)
+    for reward in ("binary", "uniform"):
+        pi, pi_k, alpha, r = triple(13, n=50, reward=reward)
+        _, sig = gp.policy_stats(alpha, r, 1e-4)
+        lhs = gp.returns(pi, r) - gp.returns(alpha, r)
+        assert np.max(np.abs(lhs - sig * gp.surrogate(pi, alpha, r, 1e-4))) < 1e-12
+        assert np.max(np.abs(gp.surrogate(pi_k, pi_k, r, 1e-4))) < 1e-12
 
 
 def test_policy_inputs_are_validated():
@@ -160,8 +173,18 @@ def test_clip_window_is_one_plus_minus_eps_on_policy_and_floored_at_zero():
     rho = np.linspace(0, 2, 401)
     val, _ = gp.clip_objective(rho, 1.0, 1.0, eps)
     assert np.allclose(val, np.minimum(rho, np.clip(rho, 1 - eps, 1 + eps)))
-    val0, active0 = gp.clip_objective(0.0, 0.1, -1.0, eps)   # window [0, 0.3]: 0 is inside
+    val0, active0 = gp.clip_objective(0.0, 0.1, -1.0, eps)  # window [0, 0.3]: 0 is inside
     assert val0[0] == 0.0 and active0[0]
+
+
+def test_clip_objective_is_pessimistic():
+    # prop-01-clip part 1: f(rho, rho', a) <= rho a everywhere (sanity claim 01/clip/pessimistic)
+    g = gen(14)
+    rho_k = g.uniform(0, 3, 10_000)
+    rho = np.abs(rho_k + g.normal(0, 0.5, rho_k.size)) + 1e-3
+    a = g.normal(0, 1, rho_k.size)
+    val, active = gp.clip_objective(rho, rho_k, a, 0.2)
+    assert np.all(val <= rho * a) and not active.all()
 
 
 def test_clip_objective_bad_input():
@@ -193,7 +216,7 @@ def test_amplification_map_is_monotone_in_p_ref_and_above_it():
     for p in (0.0, 0.3, 0.5, 0.9):
         h = gp.amplification_map(p, p_ref, beta=1.0)
         assert np.all(np.diff(h) >= 0) and np.all(h >= p_ref)
-        h = gp.amplification_map(p, p_ref, beta=50.0)      # far from saturation at 1
+        h = gp.amplification_map(p, p_ref, beta=50.0)  # far from saturation at 1
         assert np.all(np.diff(h) > 0) and np.all(h > p_ref) and h.max() < 1
     with pytest.raises(ValueError, match="p_ref"):
         gp.amplification_map(0.5, 0.0, 1.0)
@@ -211,9 +234,11 @@ def test_amplification_equals_gibbs_step_and_numerical_optimum():
     adv = (r - p) / np.sqrt(p * (1 - p) + eps)
     h = float(gp.amplification_map(p, pi_ref @ r, beta, eps))
     assert gp.gibbs_step(pi_ref, adv, beta) @ r == pytest.approx(h, abs=1e-13)
+
     def obj(z):
         q = softmax(z)
         return -(q @ adv - beta * np.sum(q * np.log(q / pi_ref)))
+
     z = minimize(obj, np.zeros(5), method="BFGS", options=dict(gtol=1e-10)).x
     assert softmax(z) @ r == pytest.approx(h, abs=1e-6)
     with pytest.raises(ValueError, match="beta"):
@@ -287,7 +312,9 @@ def test_grpo_train_histories_and_structural_facts():
     on = gp.grpo_train(env, v=1, i=1, **{**hp, "rng": gen(1)})
     assert on["J"].shape == (31,) and np.all(on["drift"] == 0) and np.all(on["clip_frac"] == 0)
     off = gp.grpo_train(env, v=5, i=1, **{**hp, "rng": gen(1)})
-    assert np.all(off["drift"][::5] == 0) and off["drift"].max() > 0 and np.all(off["clip_frac"] == 0)
+    assert (
+        np.all(off["drift"][::5] == 0) and off["drift"].max() > 0 and np.all(off["clip_frac"] == 0)
+    )
     reuse = gp.grpo_train(env, v=1, i=5, **{**hp, "rng": gen(1)})
     assert reuse["clip_frac"].max() > 0
     for h in (on, off, reuse):
@@ -297,6 +324,26 @@ def test_grpo_train_histories_and_structural_facts():
     s = gp.grpo_train(env, v=1, i=1, mask="rescale", **{**hp, "rng": gen(2)})
     assert np.allclose(m["J"], s["J"], atol=1e-12)
     assert on["J"][-1] > on["J"][0]
+
+
+def test_certified_steps_improve():
+    # a step with RHS_1 > 0 must raise J, as the bound implies
+    # (sanity claim 01/certified/c1-improves)
+    env = gp.LogLinearBandit.make(16, 8, 6, gen(12))
+    for v, i in ((1, 1), (5, 1), (1, 5)):
+        h = gp.grpo_train(env, v=v, i=i, iters=30, B=8, G=6, lr=1.0, rng=gen(1))
+        d_j, cert = np.diff(h["J"]), h["rhs"][1.0] > 1e-12
+        assert cert.any() and np.all(d_j[cert] > 0)
+
+
+def test_mask_differs_from_rescaled_step_with_kl():
+    # power check of the beta = 0 equivalence: with a KL term the mask also drops the KL pull
+    # on the masked prompts, so the runs must differ (sanity claim 01/mask/differs-with-kl)
+    env = gp.LogLinearBandit.make(16, 8, 6, gen(12))
+    hp = dict(v=1, i=1, iters=30, B=8, G=6, lr=1.0, beta=0.05)
+    masked = gp.grpo_train(env, mask=True, rng=gen(2), **hp)
+    rescaled = gp.grpo_train(env, mask="rescale", rng=gen(2), **hp)
+    assert np.max(np.abs(masked["J"] - rescaled["J"])) > 1e-6
 
 
 def test_grpo_train_bad_input():

@@ -21,10 +21,29 @@ from docutils import nodes
 from docutils.parsers.rst import Directive
 
 MATHJAX_ENTRY = "mathjax/tex-chtml.js"
-_SKIP = shutil.ignore_patterns("sre", "*-full*.js", "tex-svg*.js", "tex-mml-*.js", "mml-*.js", "svg",
-                               "node-main.js", "latest.js")
-PACKAGES = ("numpy", "scipy", "torch", "matplotlib", "jupyter-book", "sphinx", "myst-nb",
-            "sphinx-proof", "jupytext", "nbval", "jupyter-cache")
+_SKIP = shutil.ignore_patterns(
+    "sre",
+    "*-full*.js",
+    "tex-svg*.js",
+    "tex-mml-*.js",
+    "mml-*.js",
+    "svg",
+    "node-main.js",
+    "latest.js",
+)
+PACKAGES = (
+    "numpy",
+    "scipy",
+    "torch",
+    "matplotlib",
+    "jupyter-book",
+    "sphinx",
+    "myst-nb",
+    "sphinx-proof",
+    "jupytext",
+    "nbval",
+    "jupyter-cache",
+)
 
 
 def mathjax_source() -> Path:
@@ -33,7 +52,9 @@ def mathjax_source() -> Path:
 
     path = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
     if not (path / "tex-chtml.js").exists():
-        raise FileNotFoundError(f"MathJax 3 not found at {path}; is django-static-mathjax installed?")
+        raise FileNotFoundError(
+            f"MathJax 3 not found at {path}; is django-static-mathjax installed?"
+        )
     return path
 
 
@@ -53,9 +74,11 @@ def _executed_notebook_downloads(app, exception):
     import nbformat
     from jupyter_cache import get_cache
 
-    from ._booktools import _read_like_myst_nb
+    from lib.sphinxext.cache import read_like_myst_nb
 
-    cache_path = getattr(app.config, "nb_execution_cache_path", "") or str(Path(app.outdir).parent / ".jupyter_cache")
+    cache_path = getattr(app.config, "nb_execution_cache_path", "") or str(
+        Path(app.outdir).parent / ".jupyter_cache"
+    )
     if not Path(cache_path).exists():
         return
     cache = get_cache(cache_path)
@@ -66,7 +89,7 @@ def _executed_notebook_downloads(app, exception):
         if not target.exists() or src.suffix != ".md":
             continue
         try:
-            _, merged = cache.merge_match_into_notebook(_read_like_myst_nb(src))
+            _, merged = cache.merge_match_into_notebook(read_like_myst_nb(src))
         except KeyError:
             continue  # not cached: the build executed it, and myst-nb wrote the outputs itself
         merged.metadata.pop("source_map", None)
@@ -104,7 +127,7 @@ def _dedupe_inline_scripts(app, pagename, templatename, context, doctree):
 
 def environment_rows() -> list[tuple[str, str]]:
     """(name, value) rows describing the build environment."""
-    from . import scale, seed
+    from lib import scale, seed
 
     rows = [("Python", platform.python_version()), ("platform", platform.platform(terse=True))]
     for pkg in PACKAGES:
@@ -113,7 +136,7 @@ def environment_rows() -> list[tuple[str, str]]:
         except md.PackageNotFoundError:
             rows.append((pkg, "not installed"))
     try:
-        from .device import default_device
+        from lib.device import default_device
 
         rows.append(("compute device", str(default_device())))
     except Exception as exc:  # torch missing: still build the page

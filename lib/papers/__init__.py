@@ -1,0 +1,22 @@
+"""One module (or subpackage) per paper, named after the idea.
+
+=============================  ==============================================
+module                         chapter folder
+=============================  ==============================================
+``grpo_offpolicy`` (package)   ``book/01-grpo-off-policy/``
+``coarse_gaussian``            ``book/03-coarse-gaussian-mean/``
+``dp_iv``                      ``book/04-dp-iv-regression/``
+``qlearning_d2z``              ``book/07-q-learning-pd2z/``
+``disagreement``               ``book/08-disagreement-discrepancy/``
+``relu_regions``               ``book/14-relu-region-graph/``
+``noisy_prophet``              ``book/16-prophet-noisy-rewards/``
+``fisher_metric``              ``book/18-fisher-neuromanifold/``
+``rank_one_dynamics``          ``book/19-matrix-denoising-dynamics/``
+=============================  ==============================================
+
+Dependency rule (checked by ``import-linter`` in the gate, see ``pyproject.toml``): a paper
+module imports only ``lib.validate``, ``lib.stats``, ``lib.device`` and outside libraries.
+It never imports ``lib.claims``, ``lib.scale``, ``lib.seed``, ``lib.plotting``,
+``lib.records`` or ``lib.sphinxext`` (scale, seeds, claims and plot style belong to the
+notebook), and paper modules never import each other.
+"""
