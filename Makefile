@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 JB     := $(VENV)/bin/jupyter-book build . --all -W -n --keep-going
 
-.PHONY: book test venv chromium clean
+.PHONY: book test lint venv chromium clean
 .DEFAULT_GOAL := book
 
 $(STAMP): requirements.txt pyproject.toml
@@ -29,16 +29,26 @@ chromium:
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 # --all: always re-read every page (the execution cache, not Sphinx, decides what runs).
-# Outputs cached by an earlier run are reused only if lib/, BOOK_SCALE and BOOK_SEED are
-# unchanged; otherwise the build executes every notebook again (strictly: an error fails it).
+# Cached outputs of a chapter are reused only if what it depends on is unchanged (the core of
+# lib/, the paper modules its notebooks import, BOOK_SCALE, BOOK_SEED); otherwise the build
+# executes that chapter's notebooks again (strictly: an error fails it).
 book: $(STAMP)
 	$(PY) -m lib.sphinxext.cache invalidate-stale
 	$(JB)
 
+# Style and architecture rules that check themselves: ruff over the library, the tests,
+# the benchmarks and the notebooks' code cells; import-linter's contracts (pyproject.toml).
+LINTED := lib tests benchmarks conftest.py
+lint: $(STAMP)
+	$(VENV)/bin/ruff check $(LINTED)
+	$(VENV)/bin/ruff format --check $(LINTED)
+	$(PY) -m lib.sphinxext.style check
+	$(VENV)/bin/lint-imports
+
 # Each notebook runs once: under nbval (in parallel), whose outputs then fill the build's
 # execution cache, so the strict build that follows executes nothing a second time.
 # Then the built HTML is checked in headless chromium (tests marked `built`).
-test: $(STAMP) chromium
+test: $(STAMP) chromium lint
 	@if [ -n "$$BOOK_SCALE" ] && [ "$$BOOK_SCALE" != "quick" ]; then \
 	  echo "make test runs at BOOK_SCALE=quick (got '$$BOOK_SCALE')"; exit 2; fi
 	$(PY) -m lib.sphinxext.cache invalidate-stale
