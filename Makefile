@@ -9,13 +9,19 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 JB     := $(VENV)/bin/jupyter-book build . --all -W -n --keep-going
 
-.PHONY: book test lint venv chromium clean
+.PHONY: book test lint bench venv chromium clean
 .DEFAULT_GOAL := book
 
+# $(call timed,PHASE,COMMAND): run COMMAND; when it succeeds, record its wall time as PHASE in
+# _build/gate-times.json (make bench and the status page show the phases of the last gate).
+timed = t0=$$(date +%s.%N) && $(2) && $(PY) -m lib.sphinxext.gate record $(1) $$t0
+
+# Installing runs only when requirements.txt or pyproject.toml changed (the stamp is newer).
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt
+	t0=$$(date +%s.%N) && $(PY) -m pip install --quiet --upgrade pip && \
+	  $(PY) -m pip install --quiet -r requirements.txt && \
+	  $(PY) -m lib.sphinxext.gate record install $$t0
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -47,19 +53,30 @@ lint: $(STAMP)
 
 # Each notebook runs once: under nbval (in parallel), whose outputs then fill the build's
 # execution cache, so the strict build that follows executes nothing a second time.
-# Then the built HTML is checked in headless chromium (tests marked `built`).
-test: $(STAMP) chromium lint
+# Then the built HTML is checked in headless chromium (tests marked `built`), two pages at once.
+ONE_CORE := OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BOOK_SCALE=quick
+test: $(STAMP) chromium
 	@if [ -n "$$BOOK_SCALE" ] && [ "$$BOOK_SCALE" != "quick" ]; then \
 	  echo "make test runs at BOOK_SCALE=quick (got '$$BOOK_SCALE')"; exit 2; fi
+	$(PY) -m lib.sphinxext.gate start
+	$(call timed,lint,$(MAKE) --no-print-directory lint)
 	$(PY) -m lib.sphinxext.cache invalidate-stale
 	$(PY) -m lib.sphinxext.cache clear-records
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 BOOK_SCALE=quick \
-	  $(PY) -m pytest -n $(JOBS) --dist loadscope --durations=15 \
-	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 -m "not built" tests book
-	$(PY) -m lib.sphinxext.cache fill-cache
-	BOOK_SCALE=quick $(JB)
-	BOOK_SCALE=quick $(PY) -m lib.sphinxext.cache check-build
-	BOOK_SCALE=quick $(PY) -m pytest -m built tests/test_html.py
+	$(call timed,unit,$(ONE_CORE) $(PY) -m pytest -n $(JOBS) --durations=10 \
+	  -m "not built and not binder" tests)
+	$(call timed,nbval,$(ONE_CORE) $(PY) -m pytest -n $(JOBS) --dist loadscope --durations=15 \
+	  --nbval-lax --nbval-current-env --nbval-cell-timeout=300 book)
+	$(call timed,binder,$(ONE_CORE) $(PY) -m pytest -m binder tests/test_binder.py)
+	$(call timed,build,$(PY) -m lib.sphinxext.cache fill-cache && BOOK_SCALE=quick $(JB) && \
+	  BOOK_SCALE=quick $(PY) -m lib.sphinxext.cache check-build)
+	$(call timed,browser,BOOK_SCALE=quick $(PY) -m pytest -n $(JOBS) -m built tests/test_html.py)
+	@$(PY) -m lib.sphinxext.gate show
+
+# The time budget, measured: every notebook alone on one core (median of BENCH_REPEATS runs)
+# and its peak memory, each chapter's total, and the phases of the last `make test`.
+BENCH_REPEATS ?= 3
+bench: $(STAMP)
+	$(PY) benchmarks/budget.py --repeats $(BENCH_REPEATS) $(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 clean:
 	rm -rf _build

@@ -5,7 +5,8 @@ Not part of `make test` and never run at quick scale. It needs, on the local dis
 * ``--model``: a Hugging Face model directory (the paper used Qwen2.5-0.5B-Instruct);
 * ``--data``: a directory with GSM8K's ``train.jsonl`` and ``test.jsonl`` (fields ``question`` and
   ``answer``; the gold number follows ``####``);
-* ``pip install trl==1.16.0`` (brings transformers, datasets, accelerate); ``vllm`` for fast generation.
+* ``pip install trl==1.16.0`` (brings transformers, datasets, accelerate); ``vllm`` for fast
+  generation.
 
 Mapping of the chapter's knobs onto TRL's ``GRPOTrainer``:
 
@@ -17,9 +18,9 @@ Mapping of the chapter's knobs onto TRL's ``GRPOTrainer``:
   are all equal, and ``loss_type="bnpo"`` then averages over the remaining tokens only.
 
 One difference from the paper's objective: TRL clips the ratio to the *sampler* at ``1 +- epsilon``,
-not in a window centred at ``pi_k / alpha``. By the chapter's clip proposition the two agree for ``i = 1``
-(nothing is clipped at the first step in the paper's version). For ``v > 1`` TRL's window is the
-other choice.
+not in a window centred at ``pi_k / alpha``. By the chapter's clip proposition the two agree for
+``i = 1`` (nothing is clipped at the first step in the paper's version). For ``v > 1`` TRL's window
+is the other choice.
 
 Example (one GPU, one configuration):
 
@@ -67,7 +68,10 @@ def same_number(a: str | None, b: str) -> bool:
 
 
 def correctness_reward(completions, answer, **_):
-    """1.0 when the completion's final number equals the gold number, else 0.0 (verifiable reward)."""
+    """1.0 when the completion's final number equals the gold number, else 0.0.
+
+    A verifiable reward.
+    """
     out = []
     for completion, gold in zip(completions, answer):
         text = completion[0]["content"] if isinstance(completion, list) else completion

@@ -1,14 +1,15 @@
 """Compare lib.relu_regions with `relucent`, the authors' package (chapter 14).
 
-relucent needs gurobipy (a commercial solver; pip installs it with a size-limited licence that is enough
-for these small networks). It is therefore not a dependency of the book. To run this comparison:
+relucent needs gurobipy (a commercial solver; pip installs it with a size-limited licence that is
+enough for these small networks). It is therefore not a dependency of the book. To run this
+comparison:
 
     python -m venv /tmp/rvenv
     /tmp/rvenv/bin/pip install relucent torch==2.13.0 networkx scipy
     PYTHONPATH=. /tmp/rvenv/bin/python benchmarks/relucent_compare.py
 
-For each network both tools enumerate the complete region graph; the script prints region and edge counts
-(they must be identical) and the time ratio.
+For each network both tools enumerate the complete region graph; the script prints region and edge
+counts (they must be identical) and the time ratio.
 """
 
 import time

@@ -256,7 +256,8 @@ class ClaimResult:
     def __repr__(self) -> str:
         note = f" ({self.note})" if self.note else ""
         return (
-            f"[{self.verdict}] {self.id} ({self.kind}): {self.statement} | measured {self.measured_text()} "
+            f"[{self.verdict}] {self.id} ({self.kind}): {self.statement} "
+            f"| measured {self.measured_text()} "
             f"| criterion {self.criterion}{note}"
         )
 

@@ -68,7 +68,10 @@ def sizes(
 
 
 def progress(iterable, desc: str = "", env: Mapping[str, str] | None = None):
-    """``iterable`` wrapped in a tqdm progress bar at full scale; unchanged (quiet) at quick scale."""
+    """``iterable`` wrapped in a tqdm progress bar at full scale.
+
+    Unchanged (quiet) at quick scale.
+    """
     if is_quick(env):
         return iterable
     from tqdm.auto import tqdm

@@ -17,6 +17,7 @@ from urllib.request import Request, urlopen
 
 import pytest
 
+pytestmark = pytest.mark.binder
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER_MD = "book/07-q-learning-pd2z/theory.md"
 TOKEN = "book-binder-test"
@@ -67,9 +68,9 @@ def server(tmp_path_factory):
         try:
             _api(base, "/api/status")
             break
-        except OSError:
+        except OSError as err:
             if proc.poll() is not None:
-                raise RuntimeError((runtime / "server.log").read_text(errors="replace"))
+                raise RuntimeError((runtime / "server.log").read_text(errors="replace")) from err
             time.sleep(0.25)
     else:
         proc.kill()

@@ -127,7 +127,8 @@ def wait_for_math(page):
 
 VISIBLE_TEXT_JS = """() => {
   const clone = document.querySelector('main').cloneNode(true);
-  clone.querySelectorAll('pre, code, script, style, mjx-container, .highlight').forEach(e => e.remove());
+  clone.querySelectorAll('pre, code, script, style, mjx-container, .highlight')
+    .forEach(e => e.remove());
   return clone.innerText;
 }"""
 
@@ -164,7 +165,8 @@ def check_page(browser, site, docname) -> list[str]:
             problems.append(f"only {n_boxes} of {n_prf} theorem/proof boxes rendered")
         if "???" in text:
             problems.append("unresolved reference shown as ???")
-        unresolved = page.evaluate("""() => Array.from(document.querySelectorAll('main .xref, main .missing-reference'))
+        unresolved = page.evaluate("""() => Array.from(
+                document.querySelectorAll('main .xref, main .missing-reference'))
             .filter(e => !e.closest('a')).map(e => e.textContent)""")
         problems += [f"unresolved cross-reference {t!r}" for t in unresolved]
         # -- launch (Binder) and .ipynb download links on notebook pages

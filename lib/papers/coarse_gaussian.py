@@ -1,12 +1,16 @@
 r"""Gaussian mean estimation from coarse data (chapter 03).
 
 Paper: A. Kalavasis, A. Mehrotra, M. Zampetakis, F. Zhou, Z. Zhu, *Mean Estimation from Coarse
-Data: Characterizations and Efficient Algorithms*, ICLR 2026 (arXiv:2602.23341).
+Data: Characterizations and Efficient Algorithms*, ICLR 2026 (arXiv:2602.23341, OpenReview
+``XV8hoBrPJ6``).
+
+Chapter folder: ``book/03-coarse-gaussian-mean/``.
 
 A hidden sample :math:`x\sim\mathcal N(\mu^\star,I_d)` is observed only through the cell
 :math:`P\ni x` of a partition :math:`\mathcal P`. The population negative log-likelihood is
-:math:`L(\mu)=\mathbb E_{P\sim\mathcal N_{\mathcal P}(\mu^\star)}[-\log\mathcal N(\mu,I;P)]`, with gradient
-:math:`\mu-\mathbb E_P\,m_P(\mu)` (:math:`m_P` the mean of the Gaussian truncated to ``P``).
+:math:`L(\mu)=\mathbb E_{P\sim\mathcal N_{\mathcal P}(\mu^\star)}[-\log\mathcal N(\mu,I;P)]`, with
+gradient :math:`\mu-\mathbb E_P\,m_P(\mu)` (:math:`m_P` the mean of the Gaussian truncated to
+``P``).
 
 Two kinds of partitions:
 
@@ -48,8 +52,11 @@ def log_diff_ndtr(a, b):
 
 
 def _interval_loglik(a, b):
-    r"""``log(Phi(b) - Phi(a))`` and its derivative in a shift ``m`` of the mean, ``(phi(a) - phi(b)) / (Phi(b) - Phi(a))``
-    (``a = lo - m``, ``b = hi - m``), both in logs so that far-tail intervals neither underflow nor divide 0 by 0."""
+    r"""``log(Phi(b) - Phi(a))`` and its derivative in a shift ``m`` of the mean.
+
+    The derivative is ``(phi(a) - phi(b)) / (Phi(b) - Phi(a))`` (``a = lo - m``, ``b = hi - m``),
+    both in logs so that far-tail intervals neither underflow nor divide 0 by 0.
+    """
     ll = log_diff_ndtr(a, b)
     with np.errstate(over="ignore", invalid="ignore"):
         ga = np.where(np.isfinite(a), np.exp(stats.norm.logpdf(a) - ll), 0.0)
@@ -58,7 +65,10 @@ def _interval_loglik(a, b):
 
 
 def tv_gauss(mu1, mu2) -> float:
-    r"""Total variation between :math:`\mathcal N(\mu_1,I)` and :math:`\mathcal N(\mu_2,I)`: :math:`2\Phi(\|\mu_1-\mu_2\|/2)-1`."""
+    r"""Total variation between :math:`\mathcal N(\mu_1,I)` and :math:`\mathcal N(\mu_2,I)`.
+
+    It equals :math:`2\Phi(\|\mu_1-\mu_2\|/2)-1`.
+    """
     mu1, mu2 = np.asarray(mu1, dtype=float), np.asarray(mu2, dtype=float)
     if mu1.shape != mu2.shape or mu1.ndim != 1:
         raise ValueError(
@@ -146,7 +156,10 @@ class GridPartition:
         return self.log_prob(mu, np.arange(self.n_cells))
 
     def cell_moments(self, mu, cells=None):
-        """Exact probability, mean and covariance (original frame) of the truncated Gaussian per cell."""
+        """Exact probability, mean and covariance (original frame) of the truncated Gaussian.
+
+        One of each per cell.
+        """
         cells = (
             np.arange(self.n_cells) if cells is None else self._check_cells(np.atleast_1d(cells))
         )
@@ -161,7 +174,10 @@ class GridPartition:
         return prob, means, covs
 
     def sample_truncated(self, mu, cells, rng, R: float | None = None) -> np.ndarray:
-        """Exact draws from ``N(mu, I)`` truncated to each cell (intersected with ``|z_j| <= R``)."""
+        """Exact draws from ``N(mu, I)`` truncated to each cell.
+
+        Each cell is intersected with ``|z_j| <= R`` when ``R`` is given.
+        """
         check_generator(rng)
         m = real_array(mu, "mu", shape=(self.d,)) @ self.Q
         lo, hi = self.cell_bounds(cells)
@@ -176,7 +192,13 @@ class GridPartition:
 
 
 def fisher_grid_exact(partition: GridPartition, mu) -> np.ndarray:
-    r"""Exact Fisher information :math:`F=\sum_P p_P(m_P-\mu)(m_P-\mu)^\top` of a grid (coordinatewise in the frame)."""
+    r"""Exact Fisher information :math:`F=\sum_P p_P(m_P-\mu)(m_P-\mu)^\top` of a grid.
+
+    Computed coordinatewise in the frame of the grid.
+
+    Book: prf:`prop-03-likelihood` in book/03-coarse-gaussian-mean/identifiability.md
+    (part 4).
+    """
     if not isinstance(partition, GridPartition):
         raise TypeError("partition must be a GridPartition")
     mu = real_array(mu, "mu", shape=(partition.d,))
@@ -191,7 +213,7 @@ def fisher_grid_exact(partition: GridPartition, mu) -> np.ndarray:
     return partition.Q @ np.diag(diag) @ partition.Q.T
 
 
-# --------------------------------------------------------------------------- hyperplane arrangements
+# ----------------------------------------------------------------------- hyperplane arrangements
 class HyperplanePartition:
     """Cells of the arrangement ``{x : sign(W x - b) = s}``, numbered by the bits of ``s``.
 
@@ -253,9 +275,9 @@ class HyperplanePartition:
         return cells, counts / N, means, covs, counts
 
     def log_prob(self, mu, cells, *, base) -> np.ndarray:
-        """Monte Carlo ``log N(mu, I; P)`` from the standard-normal sample ``base`` (common random numbers).
+        """Monte Carlo ``log N(mu, I; P)`` from the standard-normal sample ``base``.
 
-        Cells without a hit get ``-inf``.
+        ``base`` provides common random numbers. Cells without a hit get ``-inf``.
         """
         mu = real_array(mu, "mu", shape=(self.d,))
         base = _as_points(base, self.d, "base")
@@ -281,11 +303,14 @@ class HyperplanePartition:
         fallback_sweeps: int = 200,
         stats_out: dict | None = None,
     ):
-        """Exact draws from ``N(mu, I)`` truncated to each requested cell (and to ``B_inf(0, R)``).
+        """Exact draws from ``N(mu, I)`` truncated to each requested cell.
 
-        A pool of ``pool`` Gaussian points is bucketed by cell and each request takes a distinct point
-        of its bucket (new pools serve what is left); conditioning an i.i.d. Gaussian point on its cell
-        gives an exact draw, and no point is used twice, so the answers are independent. Requests whose bucket stays empty after ``max_pools`` pools fall back to a coordinate
+        Each cell is also intersected with ``B_inf(0, R)`` when ``R`` is given.
+
+        A pool of ``pool`` Gaussian points is bucketed by cell and each request takes a distinct
+        point of its bucket (new pools serve what is left); conditioning an i.i.d. Gaussian point on
+        its cell gives an exact draw, and no point is used twice, so the answers are independent.
+        Requests whose bucket stays empty after ``max_pools`` pools fall back to a coordinate
         Gibbs chain (``fallback_sweeps`` sweeps from the Chebyshev centre); their number is added to
         ``stats_out["fallback"]`` when a dict is given.
         """
@@ -308,8 +333,9 @@ class HyperplanePartition:
             want = cells[todo]
             start = np.searchsorted(sorted_ids, want, side="left")
             stop = np.searchsorted(sorted_ids, want, side="right")
-            # the r-th request for a cell gets the r-th pool point of that cell: every point is used at
-            # most once, so the answers are independent (pool points are i.i.d., hence exchangeable)
+            # the r-th request for a cell gets the r-th pool point of that cell: every point is
+            # used at most once, so the answers are independent (pool points are i.i.d., hence
+            # exchangeable)
             by_cell = np.argsort(want, kind="stable")
             first = np.searchsorted(want[by_cell], want[by_cell], side="left")
             rank = np.empty_like(by_cell)
@@ -335,7 +361,10 @@ class HyperplanePartition:
 
 
 def chebyshev_centre(partition: HyperplanePartition, cell: int, R: float):
-    """Centre and radius of the largest ball in ``cell ∩ B_inf(0, R)`` (``scipy.optimize.linprog``)."""
+    """Centre and radius of the largest ball in ``cell ∩ B_inf(0, R)``.
+
+    Solved as a linear programme with ``scipy.optimize.linprog``.
+    """
     if not isinstance(partition, HyperplanePartition):
         raise TypeError("partition must be a HyperplanePartition")
     s = partition.signs(cell)
@@ -372,11 +401,12 @@ def gibbs_sample(
     R: float = 50.0,
     start=None,
 ) -> np.ndarray:
-    """Coordinate Gibbs sampling of ``N(mu, I)`` on ``cell ∩ B_inf(0, R)``, ``n_chains`` chains in parallel.
+    """Coordinate Gibbs sampling of ``N(mu, I)`` on ``cell ∩ B_inf(0, R)``.
 
-    Each coordinate is redrawn from its exact 1-d truncated normal given the others. Chains
-    start at ``start`` (default: the Chebyshev centre) and the state after ``n_sweeps`` sweeps is
-    returned. With too few sweeps the draws are biased toward the start.
+    ``n_chains`` chains run in parallel. Each coordinate is redrawn from its exact 1-d truncated
+    normal given the others. Chains start at ``start`` (default: the Chebyshev centre) and the state
+    after ``n_sweeps`` sweeps is returned. With too few sweeps the draws are biased toward the
+    start.
     """
     if not isinstance(partition, HyperplanePartition):
         raise TypeError("partition must be a HyperplanePartition")
@@ -403,8 +433,12 @@ def gibbs_sample(
 def slab_partition(d: int, m: int, rank: int, rng, *, offset_scale: float = 1.0):
     """A random arrangement of ``m`` hyperplanes whose normals span a ``rank``-dim subspace.
 
-    Returns ``(partition, V)`` where the columns of ``V`` span the directions along which every cell
-    is a slab (the orthogonal complement of the normals). ``rank = d`` gives a generic arrangement.
+    Returns ``(partition, V)`` where the columns of ``V`` span the directions along which every
+    cell is a slab (the orthogonal complement of the normals). ``rank = d`` gives a generic
+    arrangement.
+
+    Book: prf:`thm-03-slabs` in book/03-coarse-gaussian-mean/identifiability.md
+    (its slab partitions, ``rank < d``).
     """
     d, m, rank = positive_int(d, "d"), positive_int(m, "m"), positive_int(rank, "rank")
     if rank > d:
@@ -417,9 +451,12 @@ def slab_partition(d: int, m: int, rank: int, rng, *, offset_scale: float = 1.0)
     return HyperplanePartition(W, b), Q[:, rank:]
 
 
-# --------------------------------------------------------------------------- likelihood and information
+# ------------------------------------------------------------------- likelihood and information
 def coarse_nll(partition, mu, cells, *, base=None) -> float:
-    """Average negative log-likelihood of observed cells (exact for grids; common-random-number MC otherwise)."""
+    """Average negative log-likelihood of observed cells.
+
+    Exact for grids; Monte Carlo with common random numbers otherwise.
+    """
     if isinstance(partition, GridPartition):
         return float(-np.mean(partition.log_prob(mu, cells)))
     if isinstance(partition, HyperplanePartition):
@@ -430,7 +467,11 @@ def coarse_nll(partition, mu, cells, *, base=None) -> float:
 
 
 def population_nll(partition: GridPartition, mu_star, mu) -> float:
-    r"""Exact :math:`L(\mu)=-\sum_P N(\mu^\star;P)\log N(\mu;P)` for a grid."""
+    r"""Exact :math:`L(\mu)=-\sum_P N(\mu^\star;P)\log N(\mu;P)` for a grid.
+
+    Book: prf:`prop-03-likelihood` in book/03-coarse-gaussian-mean/identifiability.md
+    (the population loss of part 1).
+    """
     if not isinstance(partition, GridPartition):
         raise TypeError("partition must be a GridPartition (exact sums over cells)")
     p_star = np.exp(partition.all_log_probs(mu_star))
@@ -440,14 +481,21 @@ def population_nll(partition: GridPartition, mu_star, mu) -> float:
 
 
 def kl_coarse(partition: GridPartition, mu_star, mu) -> float:
-    """Exact discrete KL between the coarse laws, from cell probabilities (``scipy.special.rel_entr``)."""
+    """Exact discrete KL between the coarse laws, from cell probabilities.
+
+    Summed with ``scipy.special.rel_entr``.
+
+    Book: prf:`prop-03-likelihood` in book/03-coarse-gaussian-mean/identifiability.md
+    (the KL of part 1).
+    """
     if not isinstance(partition, GridPartition):
         raise TypeError("partition must be a GridPartition (exact sums over cells)")
     d = partition.d
     mu_star, mu = real_array(mu_star, "mu_star", shape=(d,)), real_array(mu, "mu", shape=(d,))
 
-    # probabilities by plain CDF differences per coordinate (a second code path to log_prob), taken in the
-    # lower tail for cells above the mean so that no difference of two numbers near 1 is formed
+    # probabilities by plain CDF differences per coordinate (a second code path to log_prob),
+    # taken in the lower tail for cells above the mean so that no difference of two numbers near 1
+    # is formed
     def probs(m):
         z = m @ partition.Q
         per = []
@@ -478,7 +526,12 @@ def tv_coarse(partition: GridPartition, mu_star, mu) -> float:
 
 
 def alpha_ratio(partition: GridPartition, mu_star, mus) -> np.ndarray:
-    r"""The ratios :math:`d_{TV}(\mathcal N_{\mathcal P}(\mu^\star),\mathcal N_{\mathcal P}(\mu))/d_{TV}(\mathcal N(\mu^\star),\mathcal N(\mu))` for each row of ``mus``."""
+    r"""The TV ratio of coarse to fine laws for each row of ``mus``.
+
+    .. math::
+        \frac{d_{TV}(\mathcal N_{\mathcal P}(\mu^\star),\mathcal N_{\mathcal P}(\mu))}
+             {d_{TV}(\mathcal N(\mu^\star),\mathcal N(\mu))}
+    """
     mus = _as_points(mus, partition.d, "mus")
     mu_star = real_array(mu_star, "mu_star", shape=(partition.d,))
     out = np.empty(mus.shape[0])
@@ -496,6 +549,9 @@ def fisher_information(partition, mu, n_mc: int, rng):
     ``F_means`` :math:`=\sum_Pp_P(m_P-\mu)(m_P-\mu)^\top` (covariance of the conditional mean) and
     ``F_cov`` :math:`=I-\sum_Pp_PC_P` (one minus the average conditional covariance), from two
     independent samples of size ``n_mc``. For grids use :func:`fisher_grid_exact`.
+
+    Book: prf:`prop-03-likelihood` in book/03-coarse-gaussian-mean/identifiability.md
+    (part 4: both forms of ``F``).
     """
     if not isinstance(partition, HyperplanePartition):
         raise TypeError("partition must be a HyperplanePartition (use fisher_grid_exact for grids)")
@@ -530,9 +586,12 @@ def psgd_coarse_mean(
     r"""Projected SGD on the coarse negative log-likelihood with an exact sampling oracle.
 
     Step ``t`` takes a minibatch of observed cells, draws ``y ~ N(mu, I)`` truncated to each cell
-    ``∩ B_inf(0, R)`` (the oracle), and updates ``mu <- Proj_{||mu||_inf <= D}(mu - eta_t (mu - mean y))``
-    with ``eta_t = c / sqrt(t)``. Returns the average of the iterates of the last epoch (or of the
-    last fraction ``tail`` of the steps).
+    ``∩ B_inf(0, R)`` (the oracle), and updates
+    ``mu <- Proj_{||mu||_inf <= D}(mu - eta_t (mu - mean y))`` with ``eta_t = c / sqrt(t)``.
+    Returns the average of the iterates of the last epoch (or of the last fraction ``tail`` of the
+    steps).
+
+    Book: prf:`alg-03-psgd` in book/03-coarse-gaussian-mean/estimation.md.
     """
     check_generator(rng)
     cells = np.asarray(cells)
@@ -588,10 +647,11 @@ def mle_grid(partition: GridPartition, cells, *, x0=None) -> np.ndarray:
 
 
 def interval_regression_mle(X, lo, hi) -> np.ndarray:
-    r"""MLE of ``w`` in ``y* = w^T x + xi``, ``xi ~ N(0, 1)``, from ``y* in [lo, hi]`` (exact when ``lo == hi``).
+    r"""MLE of ``w`` in ``y* = w^T x + xi``, ``xi ~ N(0, 1)``, from ``y* in [lo, hi]``.
 
-    Log-likelihood: ``log phi(y - w^T x)`` for exact rows and ``log(Phi(hi - w^T x) - Phi(lo - w^T x))``
-    for interval rows (infinite ends allowed); concave in ``w``.
+    An observation is exact when ``lo == hi``. Log-likelihood: ``log phi(y - w^T x)`` for exact
+    rows and ``log(Phi(hi - w^T x) - Phi(lo - w^T x))`` for interval rows (infinite ends allowed);
+    concave in ``w``.
     """
     X = np.asarray(X, dtype=float)
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
@@ -627,9 +687,10 @@ def interval_regression_mle(X, lo, hi) -> np.ndarray:
 
 
 def friction_data(n: int, w_star, band, rng):
-    """Rosett friction data: ``x ~ N(0, I)``, ``y* = w*^T x + N(0,1)``; inside ``band`` only the band is seen.
+    """Rosett friction data: ``x ~ N(0, I)``, ``y* = w*^T x + N(0,1)``.
 
-    Returns ``(X, lo, hi, y_star)`` with ``lo = hi = y*`` outside the band.
+    Inside ``band`` only the band is seen. Returns ``(X, lo, hi, y_star)`` with ``lo = hi = y*``
+    outside the band.
     """
     n = positive_int(n, "n")
     check_generator(rng)
@@ -648,10 +709,13 @@ def friction_data(n: int, w_star, band, rng):
 
 
 def interval_regression_sgd(X, lo, hi, epochs: int, batch: int, c: float, rng) -> np.ndarray:
-    r"""The same likelihood-SGD for friction regression: the oracle imputes ``y ~ N(w^T x, 1)`` on ``[lo, hi]``.
+    r"""The same likelihood-SGD for friction regression.
 
-    The stochastic gradient of the negative log-likelihood is ``x (w^T x - y)`` with ``y`` the exact
-    observation or a draw from the truncated normal; steps ``c / sqrt(t)``, last-epoch average.
+    The oracle imputes ``y ~ N(w^T x, 1)`` on ``[lo, hi]``. The stochastic gradient of the negative
+    log-likelihood is ``x (w^T x - y)`` with ``y`` the exact observation or a draw from the
+    truncated normal; steps ``c / sqrt(t)``, last-epoch average.
+
+    Book: prf:`thm-03-friction` in book/03-coarse-gaussian-mean/friction.md.
     """
     X = np.asarray(X, dtype=float)
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)

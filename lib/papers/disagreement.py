@@ -4,9 +4,12 @@ Paper: N. G. Marchant, A. C. Cullen, F. Liu, S. M. Erfani, *On the Bayes Inconsi
 Disagreement Discrepancy Surrogates*, ICLR 2026 (arXiv:2512.05931, OpenReview ``VwCyRQJ51H``).
 Chapter 08.
 
+Chapter folder: ``book/08-disagreement-discrepancy/``.
+
 The disagreement discrepancy of a critic :math:`f` against labellers :math:`h_1,h_2` is
-:math:`d_\alpha=\alpha R[\ell_{01},h_2,Af](T)-R[\ell_{01},h_1,Af](S)` (maximised). Surrogates minimise
-:math:`R[\ell_{agr},h_1,f](S)+\alpha R[\ell_{dis},h_2,f](T)` with cross-entropy for agreement and
+:math:`d_\alpha=\alpha R[\ell_{01},h_2,Af](T)-R[\ell_{01},h_1,Af](S)` (maximised). Surrogates
+minimise :math:`R[\ell_{agr},h_1,f](S)+\alpha R[\ell_{dis},h_2,f](T)` with cross-entropy for
+agreement and
 
 * RG23: :math:`\log(1+\exp(s_y-\frac1{K-1}\sum_{c\ne y}s_c))`,
 * GLK23: :math:`-\frac1{K-1}\sum_{c\ne y}\log\sigma(s)_c`,
@@ -53,7 +56,12 @@ def ce_loss(s, y):
 
 
 def dis_loss(s, y, kind: str):
-    """The disagreement loss ``kind`` in ``("rg", "glk", "ours")``, computed stably (no clamping)."""
+    """The disagreement loss ``kind`` in ``("rg", "glk", "ours")``.
+
+    Computed stably (no clamping).
+
+    Book: eq:`eq-08-losses` in book/08-disagreement-discrepancy/pointwise.md.
+    """
     _check_kind(kind)
     s, y = _check_sy(s, y)
     K = s.shape[-1]
@@ -71,8 +79,13 @@ def dis_loss(s, y, kind: str):
 
 
 def thresholds(K: int) -> dict:
-    r"""Weights :math:`w=p_S/(\alpha p_T)` above which the pointwise RG / GLK minimisers agree with
-    the label (we derive): :math:`\lambda_{RG}=K/(2(K-1))`, :math:`\lambda_{GLK}=1/(K-1)`; Bayes: 1."""
+    r"""Weights :math:`w=p_S/(\alpha p_T)` above which pointwise minimisers agree with the label.
+
+    For RG / GLK (we derive): :math:`\lambda_{RG}=K/(2(K-1))`, :math:`\lambda_{GLK}=1/(K-1)`;
+    Bayes: 1.
+
+    Book: prf:`prop-08-thresholds` in book/08-disagreement-discrepancy/pointwise.md.
+    """
     if isinstance(K, bool) or not isinstance(K, (int, np.integer)) or K < 2:
         raise ValueError(f"K must be an integer >= 2, got {K!r}")
     return {"rg": K / (2 * (K - 1)), "glk": 1 / (K - 1), "bayes": 1.0}
@@ -84,7 +97,10 @@ def _softmax(s):
 
 
 def pointwise_grad(s, w, kind: str):
-    r"""Gradient in ``s`` (shape (..., K), label 0) of :math:`W(s)=w\,\mathrm{CE}(s,0)+\ell_{dis}(s,0)`."""
+    r"""Gradient in ``s`` (shape (..., K), label 0) of the pointwise objective.
+
+    :math:`W(s)=w\,\mathrm{CE}(s,0)+\ell_{dis}(s,0)`.
+    """
     _check_kind(kind)
     K = s.shape[-1]
     e0 = np.zeros(K)
@@ -112,9 +128,15 @@ def pointwise_minimise(
     steps: int = 3000,
     init_scale: float = 3.0,
 ):
-    r"""Minimise :math:`W(s)=w\,\mathrm{CE}(s,0)+\ell_{dis}(s,0)` over full logit vectors by gradient descent
-    (analytic gradients, step :math:`1/(1+w)`), for every weight in ``w`` (shape (M,)) and ``n_init``
-    random initialisations at once. Returns the final logits, shape (M, n_init, K)."""
+    r"""Minimise :math:`W(s)=w\,\mathrm{CE}(s,0)+\ell_{dis}(s,0)` over full logit vectors.
+
+    Gradient descent (analytic gradients, step :math:`1/(1+w)`), for every weight in ``w``
+    (shape (M,)) and ``n_init`` random initialisations at once. Returns the final logits, shape
+    (M, n_init, K).
+
+    Book: prf:`prop-08-thresholds` in book/08-disagreement-discrepancy/pointwise.md
+    (numerical minimisers of its ``W``).
+    """
     _check_kind(kind)
     w = np.asarray(w, dtype=float)
     if w.ndim != 1 or np.any(w <= 0):
@@ -155,20 +177,33 @@ def tabular_problem(
 
 
 def true_discrepancy(pred, y, pS, pT, alpha: float = 1.0) -> float:
-    r""":math:`d_\alpha=\alpha\sum_xp_T(x)\mathbb 1\{\hat y\ne y\}-\sum_xp_S(x)\mathbb 1\{\hat y\ne y\}` on a finite space."""
+    r"""The disagreement discrepancy on a finite space.
+
+    .. math::
+        d_\alpha=\alpha\sum_xp_T(x)\mathbb 1\{\hat y\ne y\}
+        -\sum_xp_S(x)\mathbb 1\{\hat y\ne y\}
+
+    Book: eq:`eq-08-dd` in book/08-disagreement-discrepancy/pointwise.md.
+    """
     alpha = positive(alpha, "alpha")
     dis = (np.asarray(pred) != np.asarray(y)).astype(float)
     return float(alpha * np.sum(np.asarray(pT) * dis) - np.sum(np.asarray(pS) * dis))
 
 
 def optimal_discrepancy(pS, pT, alpha: float = 1.0) -> float:
-    r""":math:`\sup_fd_\alpha=\sum_x(\alpha p_T(x)-p_S(x))_+` (disagree exactly where :math:`\alpha p_T>p_S`)."""
+    r"""The optimal discrepancy :math:`\sup_fd_\alpha=\sum_x(\alpha p_T(x)-p_S(x))_+`.
+
+    The optimal critic disagrees exactly where :math:`\alpha p_T>p_S`.
+    """
     alpha = positive(alpha, "alpha")
     return float(np.sum(np.maximum(alpha * np.asarray(pT) - np.asarray(pS), 0.0)))
 
 
 def predicted_fraction(pS, pT, lam: float, alpha: float = 1.0) -> float:
-    r"""Fraction of :math:`\sup d` recovered by a critic that disagrees exactly where :math:`w<\lambda`."""
+    r"""Fraction of :math:`\sup d` recovered by a critic.
+
+    The critic disagrees exactly where :math:`w<\lambda`.
+    """
     alpha = positive(alpha, "alpha")
     pS, pT = np.asarray(pS), np.asarray(pT)
     gain = alpha * pT - pS
@@ -187,7 +222,10 @@ def train_tabular_critic(
     steps: int = 1500,
     lr: float = 0.1,
 ):
-    """Minimise the surrogate over *all* critics on a finite space (one free logit vector per point)."""
+    """Minimise the surrogate over *all* critics on a finite space.
+
+    One free logit vector per point.
+    """
     _check_kind(kind)
     alpha = positive(alpha, "alpha")
     pS_t, pT_t = torch.as_tensor(pS), torch.as_tensor(pT)
@@ -252,7 +290,8 @@ def train_critics(
     weight_decay: float = 5e-4,
 ):
     r"""Train ``n_critics`` linear critics at once (one tensor), AdamW, full batch, minimising
-    :math:`\frac12(\mathrm{mean\,CE}(f(x_S),h_S)+\mathrm{mean}\,\ell_{dis}(f(x_T),h_T))` (RG23's protocol, :math:`\alpha=1`).
+    :math:`\frac12(\mathrm{mean\,CE}(f(x_S),h_S)+\mathrm{mean}\,\ell_{dis}(f(x_T),h_T))`
+    (RG23's protocol, :math:`\alpha=1`).
     Returns weights (n_critics, d, K) and biases (n_critics, K)."""
     _check_kind(kind)
     d, K = XS.shape[1], int(max(hS.max(), hT.max())) + 1
@@ -278,7 +317,10 @@ def train_critics(
 
 
 def heldout_discrepancy(W, b, XS, hS, XT, hT):
-    """Per-critic disagreement discrepancy on held-out data: agree_S - agree_T (alpha = 1)."""
+    """Per-critic disagreement discrepancy on held-out data: agree_S - agree_T (alpha = 1).
+
+    Book: eq:`eq-08-dd` in book/08-disagreement-discrepancy/pointwise.md.
+    """
     W, b, XS, XT = W.double(), b.double(), XS.double(), XT.double()
     aS = ((torch.einsum("nd,cdk->cnk", XS, W) + b[:, None]).argmax(-1) == hS).double().mean(1)
     aT = ((torch.einsum("nd,cdk->cnk", XT, W) + b[:, None]).argmax(-1) == hT).double().mean(1)
@@ -286,8 +328,11 @@ def heldout_discrepancy(W, b, XS, hS, XT, hT):
 
 
 def dis2_lower_bound(acc_source: float, delta_hat: float, nS: int, nT: int, delta: float) -> float:
-    r"""Dis² lower bound on target accuracy: :math:`\mathrm{acc}_S-\hat\Delta-\epsilon` with a Hoeffding term
-    :math:`\epsilon=\sqrt{\log(1/\delta)(1/n_S+1/n_T)/2}` (our choice; RG23's exact term was not retrieved)."""
+    r"""Dis² lower bound on target accuracy: :math:`\mathrm{acc}_S-\hat\Delta-\epsilon`.
+
+    With a Hoeffding term :math:`\epsilon=\sqrt{\log(1/\delta)(1/n_S+1/n_T)/2}` (our choice;
+    RG23's exact term was not retrieved).
+    """
     if not (0 < delta < 1):
         raise ValueError(f"delta must be in (0, 1), got {delta}")
     if nS < 1 or nT < 1:

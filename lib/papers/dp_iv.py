@@ -4,13 +4,19 @@ Paper: H. Liang, Y. Jin, K. Balasubramanian, L. Lai, *Differentially Private Two
 Gradient Descent for Instrumental Variable Regression*, ICLR 2026 (arXiv:2509.22794,
 OpenReview ``XQDy4obYLZ``). Chapter 04 of the book.
 
+Chapter folder: ``book/04-dp-iv-regression/``.
+
 DP-2S-GD clips per-sample gradients and adds Gaussian noise to both stages:
 
 .. math::
-    \Theta^{t+1} = \Theta^t - \eta\Big[\tfrac1n\sum_i \mathrm{clip}_{\gamma_1}\big(z_i(z_i^\top\Theta^t - x_i^\top)\big) + \Xi^t\Big],\\
-    \beta^{t+1} = \beta^t - \alpha\Big[\tfrac1n\sum_i \mathrm{clip}_{\gamma_2}\big(\Theta^{t\top}z_i(z_i^\top\Theta^t\beta^t - y_i)\big) + \nu^t\Big],
+    \Theta^{t+1} = \Theta^t - \eta\Big[\tfrac1n\sum_i
+        \mathrm{clip}_{\gamma_1}\big(z_i(z_i^\top\Theta^t - x_i^\top)\big) + \Xi^t\Big],\\
+    \beta^{t+1} = \beta^t - \alpha\Big[\tfrac1n\sum_i
+        \mathrm{clip}_{\gamma_2}\big(\Theta^{t\top}z_i(z_i^\top\Theta^t\beta^t - y_i)\big)
+        + \nu^t\Big],
 
-with :math:`\mathrm{vec}(\Xi^t)\sim\mathcal N(0,\lambda_1^2 I)`, :math:`\nu^t\sim\mathcal N(0,\lambda_2^2 I)` and
+with :math:`\mathrm{vec}(\Xi^t)\sim\mathcal N(0,\lambda_1^2 I)`,
+:math:`\nu^t\sim\mathcal N(0,\lambda_2^2 I)` and
 :math:`\lambda_j = \frac{2\gamma_j}{n}\sqrt{T/\rho_j}` (Proposition 3.1).
 
 Shapes: ``Z`` (n, q), ``X`` (n, p), ``Y`` (n,), ``Theta`` (q, p), ``beta`` (p,). Functions that
@@ -75,10 +81,13 @@ def simulate_iv(
 
     The strength of the endogeneity is fixed rather than left to chance: unless ``ols_bias`` is
     None, :math:`g` is rescaled so that the population OLS bias
-    :math:`b=(\Theta^{\star\top}\Theta^\star+\Gamma^\top\Gamma+\text{noise}^2I)^{-1}\Gamma^\top g` has norm
-    ``ols_bias``. (With a random :math:`g`, a few per cent of instances are barely confounded.)
+    :math:`b=(\Theta^{\star\top}\Theta^\star+\Gamma^\top\Gamma+\text{noise}^2I)^{-1}\Gamma^\top g`
+    has norm ``ols_bias``. (With a random :math:`g`, a few per cent of instances are barely
+    confounded.)
 
     Returns a dict with ``Z, X, Y, beta_star, Theta_star, ols_bias`` (the vector :math:`b`).
+
+    Book: eq:`eq-04-model` in book/04-dp-iv-regression/theory.md.
     """
     n, p, q, r = (positive_int(v, k) for v, k in ((n, "n"), (p, "p"), (q, "q"), (r, "r")))
     if q < p:
@@ -104,7 +113,10 @@ def simulate_iv(
 
 def two_sls(Z, X, Y):
     r"""Two-stage least squares: :math:`\hat\Theta=(Z^\top Z)^{-1}Z^\top X`,
-    :math:`\hat\beta=(\hat\Theta^\top Z^\top Z\hat\Theta)^{-1}\hat\Theta^\top Z^\top Y`."""
+    :math:`\hat\beta=(\hat\Theta^\top Z^\top Z\hat\Theta)^{-1}\hat\Theta^\top Z^\top Y`.
+
+    Book: eq:`eq-04-2sls` in book/04-dp-iv-regression/theory.md.
+    """
     Z, X, Y = check_data(Z, X, Y)
     Theta = np.linalg.lstsq(Z, X, rcond=None)[0]
     ZT = Z @ Theta
@@ -137,8 +149,12 @@ def clip_rows(G, c: float):
 
 
 def noise_scale(gamma: float, n: int, T: int, rho: float) -> float:
-    r"""Per-coordinate noise s.d. of Proposition 3.1, :math:`\lambda=\frac{2\gamma}{n}\sqrt{T/\rho}`
-    (0 when ``rho`` is ``math.inf``)."""
+    r"""Per-coordinate noise s.d. of Proposition 3.1.
+
+    :math:`\lambda=\frac{2\gamma}{n}\sqrt{T/\rho}` (0 when ``rho`` is ``math.inf``).
+
+    Book: prf:`prop-04-privacy` in book/04-dp-iv-regression/theory.md.
+    """
     gamma = positive(gamma, "gamma")
     n, T = positive_int(n, "n"), positive_int(T, "T")
     rho = positive(rho, "rho", allow_inf=True)
@@ -148,8 +164,15 @@ def noise_scale(gamma: float, n: int, T: int, rho: float) -> float:
 
 
 def zcdp_cost(gamma: float, lam: float, n: int, T: int) -> float:
-    r"""zCDP cost of ``T`` Gaussian steps on a clipped mean (replace-one neighbours):
-    sensitivity :math:`\Delta=2\gamma/n`, each step :math:`\Delta^2/(2\lambda^2)`, composed additively."""
+    r"""zCDP cost of ``T`` Gaussian steps on a clipped mean (replace-one neighbours).
+
+    Sensitivity :math:`\Delta=2\gamma/n`, each step :math:`\Delta^2/(2\lambda^2)`, composed
+    additively.
+
+    Book: prf:`def-04-zcdp` in book/04-dp-iv-regression/theory.md.
+    Book: prf:`lem-04-sensitivity` in book/04-dp-iv-regression/theory.md (the sensitivity).
+    Book: prf:`prop-04-privacy` in book/04-dp-iv-regression/theory.md (the accountant).
+    """
     gamma = positive(gamma, "gamma")
     n, T = positive_int(n, "n"), positive_int(T, "T")
     if (
@@ -203,7 +226,10 @@ def per_sample_grads(Z, X, Y, Theta, beta):
 
 
 def clipped_mean_grads(Z, X, Y, Theta, beta, gamma1: float, gamma2: float):
-    """Clipped per-sample means of both stages: ``(g1 (R,q,p), g2 (R,p), frac1, frac2)``."""
+    """Clipped per-sample means of both stages: ``(g1 (R,q,p), g2 (R,p), frac1, frac2)``.
+
+    Book: prf:`lem-04-sensitivity` in book/04-dp-iv-regression/theory.md (the mean it bounds).
+    """
     G1, G2 = per_sample_grads(Z, X, Y, Theta, beta)
     C1, f1 = clip_rows(G1, gamma1)
     C2, f2 = clip_rows(G2, gamma2)
@@ -217,7 +243,11 @@ def _check_steps(T, eta, alpha):
 
 
 def two_stage_gd(Z, X, Y, T: int, eta: float, alpha: float):
-    """Non-private 2S-GD from zero. Returns ``(Theta_traj (T+1,q,p), beta_traj (T+1,p))``."""
+    """Non-private 2S-GD from zero. Returns ``(Theta_traj (T+1,q,p), beta_traj (T+1,p))``.
+
+    Book: eq:`eq-04-2sgd` in book/04-dp-iv-regression/theory.md (the iteration).
+    Book: prf:`prop-04-2sgd` in book/04-dp-iv-regression/theory.md (its limit).
+    """
     Z, X, Y = check_data(Z, X, Y)
     T, eta, alpha = _check_steps(T, eta, alpha)
     n, q = Z.shape
@@ -256,6 +286,9 @@ def dp_two_stage_gd(
 
     Returns a dict with ``beta`` (R, T+1, p) trajectories, ``Theta`` (R, q, p) at ``T``,
     ``lam1``, ``lam2`` and the largest clipped fractions ``frac1``, ``frac2`` seen.
+
+    Book: prf:`prop-04-privacy` in book/04-dp-iv-regression/theory.md (the noise scales).
+    Book: prf:`thm-04-utility` in book/04-dp-iv-regression/utility.md (the algorithm analysed).
     """
     Z, X, Y = check_data(Z, X, Y)
     T, eta, alpha = _check_steps(T, eta, alpha)
@@ -291,7 +324,10 @@ def beta_noise_mse_exact(Z, X, T: int, eta: float, alpha: float, lam2: float) ->
     r"""Exact :math:`\mathbb E\|\beta^T_{DP}-\beta^T\|^2` when only :math:`\beta` is noised
     (:math:`\rho_1=\infty`) and clipping is inactive:
     :math:`\alpha^2\lambda_2^2\sum_{t<T}\|\prod_{s=t+1}^{T-1}(I-\alpha H_s)\|_F^2`,
-    :math:`H_s=\Theta^{s\top}\hat\Sigma\Theta^s` along the (deterministic) first-stage path."""
+    :math:`H_s=\Theta^{s\top}\hat\Sigma\Theta^s` along the (deterministic) first-stage path.
+
+    Book: eq:`eq-04-noise-mse` in book/04-dp-iv-regression/utility.md.
+    """
     Z = np.asarray(Z, dtype=float)
     X = np.asarray(X, dtype=float)
     T, eta, alpha = _check_steps(T, eta, alpha)

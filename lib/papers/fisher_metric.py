@@ -4,9 +4,11 @@ Hutchinson estimators.
 Paper: K. Sun, *Deterministic Bounds and Random Estimates of Metric Tensors on
 Neuromanifolds*, ICLR 2026 (arXiv:2505.13614, OpenReview ``Ssevs8KCsU``). Chapter 18.
 
-For a softmax classifier with logits :math:`z_x=z(x,\theta)` and Jacobians :math:`J_x=\partial z_x/\partial\theta`,
-the Fisher information matrix (summed over inputs) is the pull-back of the *core-space* metric
-:math:`\mathcal I(z)=\mathrm{diag}(p)-pp^\top`:
+Chapter folder: ``book/18-fisher-neuromanifold/``.
+
+For a softmax classifier with logits :math:`z_x=z(x,\theta)` and Jacobians
+:math:`J_x=\partial z_x/\partial\theta`, the Fisher information matrix (summed over inputs) is
+the pull-back of the *core-space* metric :math:`\mathcal I(z)=\mathrm{diag}(p)-pp^\top`:
 
 .. math::  \mathcal F(\theta)=\sum_x J_x^\top\big(\mathrm{diag}(p_x)-p_xp_x^\top\big)J_x .
 
@@ -27,7 +29,12 @@ from lib.validate import check_generator, positive_int, simplex
 # ----------------------------------------------------------------------------- validation
 # ----------------------------------------------------------------------------- core space
 def simplex_fim(p) -> np.ndarray:
-    r"""Core-space FIM of the softmax in logit coordinates, :math:`\mathrm{diag}(p)-pp^\top` (batched)."""
+    r"""Core-space FIM of the softmax in logit coordinates (batched).
+
+    :math:`\mathrm{diag}(p)-pp^\top`.
+
+    Book: eq:`eq-18-pullback` in book/18-fisher-neuromanifold/spectrum.md (the core metric).
+    """
     p = simplex(p, "p")
     return p[..., :, None] * np.eye(p.shape[-1]) - p[..., :, None] * p[..., None, :]
 
@@ -51,6 +58,8 @@ def top_eigpair(p):
     :math:`\sum_ip_i/(p_i-\lambda)=0`, in :math:`(p_{(C-1)},p_{(C)})` (``brentq``), with eigenvector
     :math:`v_i\propto p_i/(p_i-\lambda)`.
     If the two largest probabilities tie, :math:`\lambda_C=p_{(C)}` and :math:`v\propto e_a-e_b`.
+
+    Book: prf:`thm-18-spectrum` in book/18-fisher-neuromanifold/spectrum.md (part iv).
     """
     p = simplex(p, "p")
     if p.ndim != 1:
@@ -79,8 +88,14 @@ def top_eigpair(p):
 
 
 def lambda_max_bounds(p):
-    r"""Bounds on :math:`\lambda_C` (book's precise form of Thm 1 (iii)):
-    :math:`\max\{p_{(C-1)},p_{(C)}(1-p_{(C)}),\lambda_{\max}(M_2)\}\le\lambda_C\le\min\{p_{(C)},1-\|p\|^2\}`."""
+    r"""Bounds on :math:`\lambda_C` (book's precise form of Thm 1 (iii)).
+
+    .. math::
+        \max\{p_{(C-1)},p_{(C)}(1-p_{(C)}),\lambda_{\max}(M_2)\}\le\lambda_C
+        \le\min\{p_{(C)},1-\|p\|^2\}
+
+    Book: prf:`thm-18-spectrum` in book/18-fisher-neuromanifold/spectrum.md (part iii).
+    """
     p = simplex(p, "p")
     s = np.sort(p, axis=-1)
     pc, pc1 = s[..., -1], s[..., -2]
@@ -92,7 +107,12 @@ def lambda_max_bounds(p):
 
 
 def core_envelopes(p):
-    r"""Löwner envelopes :math:`\lambda_Cv_Cv_C^\top\preceq\mathcal I\preceq\mathrm{diag}(p)` for one ``p``."""
+    r"""Löwner envelopes of the core metric for one ``p``.
+
+    :math:`\lambda_Cv_Cv_C^\top\preceq\mathcal I\preceq\mathrm{diag}(p)`.
+
+    Book: prf:`lem-18-envelopes` in book/18-fisher-neuromanifold/spectrum.md.
+    """
     p = simplex(p, "p")
     lam, v = top_eigpair(p)
     return lam * np.outer(v, v), np.diag(p)
@@ -118,8 +138,11 @@ def make_mlp(sizes):
 
 
 def logit_jacobians(model, X) -> np.ndarray:
-    r"""Per-input logit Jacobians :math:`J_x=\partial z_x/\partial\theta`, shape (B, C, P), parameters
-    flattened in ``model.named_parameters()`` order (``torch.func.vmap`` of ``jacrev``)."""
+    r"""Per-input logit Jacobians :math:`J_x=\partial z_x/\partial\theta`, shape (B, C, P).
+
+    Parameters are flattened in ``model.named_parameters()`` order (``torch.func.vmap`` of
+    ``jacrev``).
+    """
     import torch
     from torch.func import functional_call, jacrev, vmap
 
@@ -154,15 +177,23 @@ def _check_Jp(J, p):
 
 
 def exact_fim(J, p) -> np.ndarray:
-    r""":math:`\mathcal F=\sum_xJ_x^\top(\mathrm{diag}(p_x)-p_xp_x^\top)J_x`, shape (P, P)."""
+    r""":math:`\mathcal F=\sum_xJ_x^\top(\mathrm{diag}(p_x)-p_xp_x^\top)J_x`, shape (P, P).
+
+    Book: eq:`eq-18-pullback` in book/18-fisher-neuromanifold/spectrum.md.
+    """
     J, p = _check_Jp(J, p)
     Jp = np.einsum("bcp,bc->bp", J, p)
     return np.einsum("bcp,bc,bcq->pq", J, p, J) - Jp.T @ Jp
 
 
 def fim_bounds(J, p):
-    r"""Pull-backs of the core envelopes (Prop. 6): ``(F_LB, F_UB)`` with
-    :math:`F_{LB}=\sum_x\lambda_C(x)(J_x^\top v_C)(J_x^\top v_C)^\top`, :math:`F_{UB}=\sum_xJ_x^\top\mathrm{diag}(p_x)J_x`."""
+    r"""Pull-backs of the core envelopes (Prop. 6): ``(F_LB, F_UB)``.
+
+    With :math:`F_{LB}=\sum_x\lambda_C(x)(J_x^\top v_C)(J_x^\top v_C)^\top`,
+    :math:`F_{UB}=\sum_xJ_x^\top\mathrm{diag}(p_x)J_x`.
+
+    Book: prf:`prop-18-bounds` in book/18-fisher-neuromanifold/spectrum.md.
+    """
     J, p = _check_Jp(J, p)
     rows = []
     for b in range(J.shape[0]):
@@ -180,12 +211,16 @@ def probe_vectors(
     generator: np.random.Generator | None = None,
     weight: str = "sqrt",
 ):
-    r"""Logit-space probes :math:`u` (shape (R, B, C)) whose outer products average to the core metric.
+    r"""Logit-space probes :math:`u` (shape (R, B, C)).
 
-    ``kind="full"``: :math:`u=\sqrt p\circ\xi-p\,(\sqrt p\cdot\xi)` (unbiased for :math:`\mathcal I`);
-    ``"dg"``: :math:`u=\sqrt p\circ\xi` (for :math:`\mathrm{diag}(p)`); ``"lr"``: :math:`u=\sqrt{\lambda_C}v_C\xi_x`
-    (for :math:`\lambda_Cv_Cv_C^\top`). ``weight="p"`` uses :math:`p` instead of :math:`\sqrt p` (the
-    biased version printed in some summaries; a negative control).
+    Their outer products average to the core metric.
+    ``kind="full"``: :math:`u=\sqrt p\circ\xi-p\,(\sqrt p\cdot\xi)` (unbiased for
+    :math:`\mathcal I`); ``"dg"``: :math:`u=\sqrt p\circ\xi` (for :math:`\mathrm{diag}(p)`);
+    ``"lr"``: :math:`u=\sqrt{\lambda_C}v_C\xi_x` (for :math:`\lambda_Cv_Cv_C^\top`).
+    ``weight="p"`` uses :math:`p` instead of :math:`\sqrt p` (the biased version printed in some
+    summaries; a negative control).
+
+    Book: prf:`prop-18-hutchinson` in book/18-fisher-neuromanifold/hutchinson.md.
     """
     p = simplex(p, "p")
     R = positive_int(n_probes, "n_probes")
@@ -225,11 +260,14 @@ def hutchinson_stats(
     chunk: int = 2000,
     weight: str = "sqrt",
 ):
-    r"""Monte-Carlo statistics of the single-probe estimator :math:`\mathbb F=gg^\top`, :math:`g=J^\top u`.
+    r"""Monte-Carlo statistics of the single-probe estimator :math:`\mathbb F=gg^\top`.
 
-    Returns a dict: ``diag_mean``, ``diag_sd`` (per-probe s.d. of :math:`g_i^2`), ``trace_mean``,
-    ``trace_se``, and for ``pairs`` (a (K, 2) index array) ``pair_mean``, ``pair_var`` of :math:`g_ig_j`.
-    Probes are processed in chunks so memory stays ``chunk x P``.
+    Here :math:`g=J^\top u`. Returns a dict: ``diag_mean``, ``diag_sd`` (per-probe s.d. of
+    :math:`g_i^2`), ``trace_mean``, ``trace_se``, and for ``pairs`` (a (K, 2) index array)
+    ``pair_mean``, ``pair_var`` of :math:`g_ig_j`. Probes are processed in chunks so memory stays
+    ``chunk x P``.
+
+    Book: prf:`prop-18-hutchinson` in book/18-fisher-neuromanifold/hutchinson.md (its estimator).
     """
     J, p = _check_Jp(J, p)
     R = positive_int(n_probes, "n_probes")
@@ -280,7 +318,12 @@ def hutchinson_stats(
 
 
 def score_rows(J, p) -> np.ndarray:
-    r"""Rows :math:`r_k=\sqrt{p_{xy}}\,J_x^\top(e_y-p_x)` for every pair :math:`k=(x,y)`, shape (B*C, P)."""
+    r"""Rows :math:`r_k=\sqrt{p_{xy}}\,J_x^\top(e_y-p_x)` for every pair :math:`k=(x,y)`.
+
+    Shape (B*C, P).
+
+    Book: prf:`prop-18-hutchinson` in book/18-fisher-neuromanifold/hutchinson.md (its :math:`r_k`).
+    """
     J, p = _check_Jp(J, p)
     B, C, P = J.shape
     E = np.eye(C)[None] - p[:, None, :]  # (B, y, c): e_y - p_x
@@ -289,9 +332,17 @@ def score_rows(J, p) -> np.ndarray:
 
 
 def hutchinson_variance(J, p, pairs=None, dist: str = "rademacher"):
-    r"""Exact single-probe variances: :math:`\mathrm{Var}\,\mathbb F_{ij}=\mathcal F_{ii}\mathcal F_{jj}+\mathcal F_{ij}^2-2\sum_kr_{ki}^2r_{kj}^2`
+    r"""Exact single-probe variances.
+
+    .. math::
+        \mathrm{Var}\,\mathbb F_{ij}=\mathcal F_{ii}\mathcal F_{jj}+\mathcal F_{ij}^2
+        -2\sum_kr_{ki}^2r_{kj}^2
+
     (Rademacher; without the last term for Gaussian probes). Returns the diagonal variances, and
-    those of ``pairs`` if given."""
+    those of ``pairs`` if given.
+
+    Book: prf:`prop-18-hutchinson` in book/18-fisher-neuromanifold/hutchinson.md (the variance).
+    """
     if dist not in ("rademacher", "gaussian"):
         raise ValueError(f"dist must be 'rademacher' or 'gaussian', got {dist!r}")
     r = score_rows(J, p)
@@ -325,7 +376,10 @@ def mc_fim_diag_samples(J, p, n_samples: int, generator: np.random.Generator):
 
 
 def empirical_fim_diag(J, p, y) -> np.ndarray:
-    r"""Empirical FIM diagonal with observed labels, :math:`\sum_x(J_x^\top(e_{y_x}-p_x))^{\circ2}`."""
+    r"""Empirical FIM diagonal with observed labels.
+
+    :math:`\sum_x(J_x^\top(e_{y_x}-p_x))^{\circ2}`.
+    """
     J, p = _check_Jp(J, p)
     y = np.asarray(y, dtype=int)
     if y.shape != (J.shape[0],) or np.any(y < 0) or np.any(y >= J.shape[1]):
@@ -346,7 +400,10 @@ def mc_cv_closed_form(delta):
 
 
 def hutchinson_cv_closed_form(delta):
-    r"""CV of the single-probe Rademacher Hutchinson estimator in the same setting: :math:`2\sqrt{\delta(1-\delta)}`."""
+    r"""CV of the single-probe Rademacher Hutchinson estimator in the same setting.
+
+    :math:`2\sqrt{\delta(1-\delta)}`.
+    """
     d = np.asarray(delta, dtype=float)
     if np.any((d <= 0) | (d >= 1)):
         raise ValueError("delta must lie in (0, 1)")
@@ -356,10 +413,13 @@ def hutchinson_cv_closed_form(delta):
 def hutchinson_probe_autograd(
     model, X, kind: str = "full", generator: np.random.Generator | None = None, xi=None
 ):
-    r"""One probe with a single backward pass: :math:`g=\partial_\theta\sum(u^{\text{detached}}\cdot z)=J^\top u`.
+    r"""One probe with a single backward pass.
 
+    :math:`g=\partial_\theta\sum(u^{\text{detached}}\cdot z)=J^\top u`.
     ``xi`` (B, C) may be given to fix the signs; otherwise they are Rademacher from ``generator``.
     Returns ``(g (P,), u (B, C))``.
+
+    Book: prf:`prop-18-hutchinson` in book/18-fisher-neuromanifold/hutchinson.md.
     """
     import torch
 
@@ -384,7 +444,10 @@ def hutchinson_probe_autograd(
 
 
 def gaussian_mixture(n: int, C: int, dim: int, generator: np.random.Generator, spread: float = 2.0):
-    """``n`` points from ``C`` Gaussian classes with random means (scale ``spread``) and unit noise."""
+    """``n`` points from ``C`` Gaussian classes.
+
+    The class means are random (scale ``spread``) and the noise is unit.
+    """
     n, C, dim = positive_int(n, "n"), positive_int(C, "C"), positive_int(dim, "dim")
     check_generator(generator, "generator")
     means = spread * generator.standard_normal((C, dim))

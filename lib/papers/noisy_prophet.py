@@ -3,10 +3,12 @@ r"""Prophet inequalities with noisy linear rewards (chapter 16).
 Paper: J. Kim, V. Perchet, *Learning in Prophet Inequalities with Noisy Observations*, ICLR 2026
 (arXiv:2604.01789, OpenReview ``TOyf8Z4y22``).
 
+Chapter folder: ``book/16-prophet-noisy-rewards/``.
+
 At step :math:`i` a gambler sees a feature :math:`x_i\sim D_{x,i}` (known law) and a noisy signal
-:math:`y_i=x_i^\top\theta+\eta_i`; stopping at :math:`\tau` pays :math:`X_\tau=x_\tau^\top\theta`. With a ridge estimate
-:math:`\hat\theta=V^{-1}\sum y_tx_t`, :math:`V=\beta I+\sum x_tx_t^\top`, the policies threshold the lower confidence
-bound
+:math:`y_i=x_i^\top\theta+\eta_i`; stopping at :math:`\tau` pays :math:`X_\tau=x_\tau^\top\theta`.
+With a ridge estimate :math:`\hat\theta=V^{-1}\sum y_tx_t`, :math:`V=\beta I+\sum x_tx_t^\top`, the
+policies threshold the lower confidence bound
 
 .. math::
     X^{LCB}(x)=x^\top\hat\theta-\rho\,\|x\|_{V^{-1}} .
@@ -40,7 +42,10 @@ def default_ell(n: int) -> int:
 
 # --------------------------------------------------------------------------- environments
 def make_theta(d: int, c: float, rng) -> np.ndarray:
-    r""":math:`\theta=c\,\theta_0`, :math:`\theta_0\sim U[0,1/\sqrt d]^d` (the code's draw, scaled by ``c``)."""
+    r""":math:`\theta=c\,\theta_0`, :math:`\theta_0\sim U[0,1/\sqrt d]^d`.
+
+    This is the code's draw, scaled by ``c``.
+    """
     d = positive_int(d, "d")
     check_generator(rng)
     if not c > 0:
@@ -54,7 +59,10 @@ def iid_features(shape, d: int, rng) -> np.ndarray:
 
 
 def make_noniid_boxes(n: int, d: int, rng, a: float | None = None):
-    """Per-step boxes ``[lo_i, hi_i]``: centres and widths ``U[0, a]^d``, clipped to ``[0, a]`` (``a = 1/sqrt d``)."""
+    """Per-step boxes ``[lo_i, hi_i]``.
+
+    Centres and widths are ``U[0, a]^d``, clipped to ``[0, a]`` (``a = 1/sqrt d``).
+    """
     n, d = positive_int(n, "n"), positive_int(d, "d")
     check_generator(rng)
     a = 1 / np.sqrt(d) if a is None else float(a)
@@ -73,7 +81,8 @@ def box_features(lo, hi, n_runs: int, rng) -> np.ndarray:
 def ridge_fit(X, y, beta: float = 1.0):
     r"""Batched ridge regression. ``X``: ``(R, l, d)``, ``y``: ``(R, l)``.
 
-    Returns ``(theta_hat, V, Vinv)`` with :math:`V=\beta I+X^\top X` and :math:`\hat\theta=V^{-1}X^\top y`.
+    Returns ``(theta_hat, V, Vinv)`` with :math:`V=\beta I+X^\top X` and
+    :math:`\hat\theta=V^{-1}X^\top y`.
     """
     X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
     if X.ndim == 2:
@@ -103,8 +112,12 @@ def conf_radius(
     r"""Confidence radius :math:`\rho` of the LCB.
 
     ``mode="code"``: :math:`\sqrt{d\log n}` (the official code; no :math:`\sigma`, no :math:`S`).
-    ``mode="oful"``: :math:`\sigma\sqrt{2\log(1/\delta)+d\log(1+nL/(\beta d))}+\sqrt{\beta S}` (Abbasi-Yadkori et al.,
-    2011), valid simultaneously for all :math:`x` with probability :math:`1-\delta` (default :math:`\delta=1/n`).
+    ``mode="oful"``: :math:`\sigma\sqrt{2\log(1/\delta)+d\log(1+nL/(\beta d))}+\sqrt{\beta S}`
+    (Abbasi-Yadkori et al., 2011), valid simultaneously for all :math:`x` with probability
+    :math:`1-\delta` (default :math:`\delta=1/n`).
+
+    Book: prf:`lem-16-sandwich` in book/16-prophet-noisy-rewards/theory.md
+    (the radius, ``mode="oful"``).
     """
     d, n = positive_int(d, "d"), positive_int(n, "n")
     if mode == "code":
@@ -126,7 +139,12 @@ def conf_radius(
 
 
 def lcb(Z, theta_hat, Vinv, rad: float) -> np.ndarray:
-    r""":math:`z^\top\hat\theta-\rho\|z\|_{V^{-1}}` for ``Z`` of shape ``(R, M, d)`` with per-run ``theta_hat (R, d)``, ``Vinv (R, d, d)``."""
+    r"""The lower confidence bound :math:`z^\top\hat\theta-\rho\|z\|_{V^{-1}}`.
+
+    ``Z`` has shape ``(R, M, d)``, with per-run ``theta_hat (R, d)``, ``Vinv (R, d, d)``.
+
+    Book: prf:`lem-16-sandwich` in book/16-prophet-noisy-rewards/theory.md.
+    """
     Z = np.asarray(Z, dtype=float)
     theta_hat, Vinv = np.asarray(theta_hat, dtype=float), np.asarray(Vinv, dtype=float)
     if (
@@ -138,7 +156,8 @@ def lcb(Z, theta_hat, Vinv, rad: float) -> np.ndarray:
             f"Z must be (R, M, d) with theta_hat (R, d) and Vinv (R, d, d); got {Z.shape}, "
             f"{theta_hat.shape}, {Vinv.shape}"
         )
-    # explicit sums over the (small) feature dimension: much faster than batched matmuls with d = 2
+    # explicit sums over the (small) feature dimension: much faster than batched matmuls with
+    # d = 2
     d = Z.shape[2]
     cols = [Z[..., i] for i in range(d)]
     mean = sum(theta_hat[:, i, None] * cols[i] for i in range(d))
@@ -150,10 +169,11 @@ def lcb(Z, theta_hat, Vinv, rad: float) -> np.ndarray:
 
 
 def top_quantile(values, n: int) -> np.ndarray:
-    r"""The :math:`(1-1/n)` sample quantile along the last axis: the :math:`k`-th largest value, :math:`k=\lfloor M/n\rfloor`.
+    r"""The :math:`(1-1/n)` sample quantile along the last axis.
 
-    Requires :math:`M\ge20n` (with :math:`M=10^4` samples and :math:`n=10^5`, as in the official code, the
-    quantile collapses to the sample maximum).
+    It is the :math:`k`-th largest value, :math:`k=\lfloor M/n\rfloor`. Requires :math:`M\ge20n`
+    (with :math:`M=10^4` samples and :math:`n=10^5`, as in the official code, the quantile
+    collapses to the sample maximum).
     """
     values = np.asarray(values, dtype=float)
     n = positive_int(n, "n")
@@ -169,10 +189,11 @@ def top_quantile(values, n: int) -> np.ndarray:
 def expected_stop_probability(n_decide: int, M: int, n: int) -> float:
     r"""Exact stopping probability of a quantile rule calibrated on ``M`` fresh samples.
 
-    If the threshold is the :math:`k`-th largest of :math:`M` i.i.d. values (:math:`k=\lfloor M/n\rfloor`), each later
-    item passes with probability :math:`p\sim\mathrm{Beta}(k,M-k+1)`, independently given :math:`p`; so
-    :math:`\Pr[\text{stop}]=1-\mathbb E[(1-p)^{n'}]`, computed by quadrature. As :math:`M\to\infty` this tends to
-    :math:`1-(1-1/n)^{n'}`.
+    If the threshold is the :math:`k`-th largest of :math:`M` i.i.d. values
+    (:math:`k=\lfloor M/n\rfloor`), each later item passes with probability
+    :math:`p\sim\mathrm{Beta}(k,M-k+1)`, independently given :math:`p`; so
+    :math:`\Pr[\text{stop}]=1-\mathbb E[(1-p)^{n'}]`, computed by quadrature. As
+    :math:`M\to\infty` this tends to :math:`1-(1-1/n)^{n'}`.
     """
     n_decide, M, n = positive_int(n_decide, "n_decide"), positive_int(M, "M"), positive_int(n, "n")
     k = M // n
@@ -183,7 +204,7 @@ def expected_stop_probability(n_decide: int, M: int, n: int) -> float:
     return float(1 - val)
 
 
-# --------------------------------------------------------------------------- policies (vectorised over runs)
+# ---------------------------------------------------------------- policies (vectorised over runs)
 def _first_true(mask):
     """Index of the first True along axis 1 and whether there is one."""
     any_ = mask.any(axis=1)
@@ -217,10 +238,13 @@ def etd_lcbt_iid(
 ) -> dict:
     r"""Explore-then-Decide with the LCB threshold (Algorithm ETD-LCBT, i.i.d. features).
 
-    Explore for ``ell`` steps (never stop), fit ridge, set :math:`\alpha` to the :math:`(1-1/n)` quantile of
-    :math:`X^{LCB}(z)`, :math:`z\sim D_x`, from ``M_factor * n`` fresh calibration draws per run, then stop at the
-    first :math:`i>\ell` with :math:`X^{LCB}(x_i)\ge\alpha`. Returns per-run ``reward`` (0 if no stop),
-    ``stopped``, ``tau`` (-1 if none), ``maxima`` (:math:`\max_{i\le n}X_i`), ``alpha``.
+    Explore for ``ell`` steps (never stop), fit ridge, set :math:`\alpha` to the :math:`(1-1/n)`
+    quantile of :math:`X^{LCB}(z)`, :math:`z\sim D_x`, from ``M_factor * n`` fresh calibration draws
+    per run, then stop at the first :math:`i>\ell` with :math:`X^{LCB}(x_i)\ge\alpha`. Returns
+    per-run ``reward`` (0 if no stop), ``stopped``, ``tau`` (-1 if none), ``maxima``
+    (:math:`\max_{i\le n}X_i`), ``alpha``.
+
+    Book: prf:`thm-16-etd` in book/16-prophet-noisy-rewards/theory.md.
     """
     theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(
         theta, sigma, n, n_runs, rng, ell, rad, M_factor
@@ -258,11 +282,16 @@ def eps_greedy_lcbt(
     rad: float | None = None,
     M_factor: int = 20,
 ) -> dict:
-    r""":math:`\varepsilon`-Greedy-LCBT: explore with probability :math:`\varepsilon=\sqrt{\ell_n/n}` (never stop then), else decide.
+    r""":math:`\varepsilon`-Greedy-LCBT.
 
-    Our variant, stated because recalibrating after every exploration costs :math:`O(Mn)`: the threshold is
-    recomputed (the :math:`(1-1/n)` quantile of the LCB from fresh draws) when the number of explorations reaches
-    :math:`2,4,8,\dots`; before the first recalibration the gambler only explores. Same outputs as :func:`etd_lcbt_iid`.
+    Explore with probability :math:`\varepsilon=\sqrt{\ell_n/n}` (never stop then), else decide.
+    Our variant, stated because recalibrating after every exploration costs :math:`O(Mn)`: the
+    threshold is recomputed (the :math:`(1-1/n)` quantile of the LCB from fresh draws) when the
+    number of explorations reaches :math:`2,4,8,\dots`; before the first recalibration the gambler
+    only explores. Same outputs as :func:`etd_lcbt_iid`.
+
+    Book: prf:`thm-16-etd` in book/16-prophet-noisy-rewards/theory.md
+    (its :math:`\varepsilon`-Greedy-LCBT, our variant).
     """
     theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(
         theta, sigma, n, n_runs, rng, ell, rad, M_factor
@@ -305,8 +334,11 @@ def eps_greedy_lcbt(
 
 
 def gusein_zade(theta, sigma: float, n: int, n_runs: int, rng) -> dict:
-    r"""Secretary-style baseline on the noisy signals: watch :math:`\lceil n/e\rceil` steps, then stop at the first
-    :math:`y_i` above their maximum. Pays the true :math:`X_\tau`."""
+    r"""Secretary-style baseline on the noisy signals.
+
+    Watch :math:`\lceil n/e\rceil` steps, then stop at the first :math:`y_i` above their maximum.
+    Pays the true :math:`X_\tau`.
+    """
     theta = np.asarray(theta, dtype=float)
     sigma = nonnegative(sigma, "sigma")
     n, n_runs = positive_int(n, "n"), positive_int(n_runs, "n_runs")
@@ -323,8 +355,12 @@ def gusein_zade(theta, sigma: float, n: int, n_runs: int, rng) -> dict:
 
 
 def oracle_quantile(theta, n: int, n_runs: int, rng, alpha: float, *, chunk: int = 100) -> dict:
-    r"""Known-:math:`\theta` single threshold: stop at the first :math:`X_i\ge\alpha` (pass ``alpha`` = the exact
-    :math:`(1-1/n)` quantile, e.g. :func:`trapezoid_quantile`)."""
+    r"""Known-:math:`\theta` single threshold: stop at the first :math:`X_i\ge\alpha`.
+
+    Pass ``alpha`` = the exact :math:`(1-1/n)` quantile, e.g. :func:`trapezoid_quantile`.
+
+    Book: prf:`thm-16-classical` in book/16-prophet-noisy-rewards/theory.md (the rule of part 2).
+    """
     theta = np.asarray(theta, dtype=float)
     n, n_runs = positive_int(n, "n"), positive_int(n_runs, "n_runs")
     check_generator(rng)
@@ -359,13 +395,17 @@ def etd_lcbt_noniid(
     n_mc: int = 50,
     window: bool = False,
 ) -> dict:
-    r"""ETD-LCBT for non-identical boxes (Theorem 5.1), and with window access (Theorem 5.4) when ``window``.
+    r"""ETD-LCBT for non-identical boxes (Theorem 5.1).
 
-    After ``ell`` exploration steps, :math:`\alpha=\tfrac12\mathbb E[\max_{s>\ell}z_s^\top\hat\theta]` by ``n_mc`` Monte Carlo draws of
-    the future features. With window access the expectation also includes the observed window
-    :math:`x_1,\dots,x_{\ell+1}` (through :math:`\hat\theta`), and at time :math:`\ell+1` the gambler may take the window item with
-    the largest LCB if it clears :math:`\alpha`. Returns per-run ``reward``, ``stopped``, ``tau``, ``maxima`` (all steps),
-    ``maxima_after`` (steps after ``ell``), ``alpha``.
+    With window access (Theorem 5.4) when ``window``. After ``ell`` exploration steps,
+    :math:`\alpha=\tfrac12\mathbb E[\max_{s>\ell}z_s^\top\hat\theta]` by ``n_mc`` Monte Carlo draws
+    of the future features. With window access the expectation also includes the observed window
+    :math:`x_1,\dots,x_{\ell+1}` (through :math:`\hat\theta`), and at time :math:`\ell+1` the
+    gambler may take the window item with the largest LCB if it clears :math:`\alpha`. Returns
+    per-run ``reward``, ``stopped``, ``tau``, ``maxima`` (all steps), ``maxima_after`` (steps after
+    ``ell``), ``alpha``.
+
+    Book: prf:`thm-16-noniid` in book/16-prophet-noisy-rewards/theory.md.
     """
     lo, hi = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
     theta = np.asarray(theta, dtype=float)
@@ -407,7 +447,7 @@ def etd_lcbt_noniid(
     return {k: np.array(v) for k, v in out.items()}
 
 
-# --------------------------------------------------------------------------- exact d = 2 helpers (trapezoid law)
+# ------------------------------------------------------------ exact d = 2 helpers (trapezoid law)
 def _trap_params(theta):
     theta = np.asarray(theta, dtype=float)
     if theta.shape != (2,) or np.any(theta <= 0):
@@ -417,7 +457,10 @@ def _trap_params(theta):
 
 
 def trapezoid_cdf(s, theta) -> np.ndarray:
-    r"""CDF of :math:`X=x^\top\theta`, :math:`x\sim U[0,1/\sqrt2]^2`: the sum of two uniforms (a trapezoid density)."""
+    r"""CDF of :math:`X=x^\top\theta`, :math:`x\sim U[0,1/\sqrt2]^2`.
+
+    :math:`X` is the sum of two uniforms (a trapezoid density).
+    """
     b1, b2 = _trap_params(theta)
     s = np.asarray(s, dtype=float)
     out = np.where(s <= 0, 0.0, 0.0)
@@ -428,7 +471,10 @@ def trapezoid_cdf(s, theta) -> np.ndarray:
 
 
 def trapezoid_quantile(q: float, theta) -> float:
-    """Exact inverse of :func:`trapezoid_cdf` (``0 <= q <= 1``); the upper tail is inverted without cancellation."""
+    """Exact inverse of :func:`trapezoid_cdf` (``0 <= q <= 1``).
+
+    The upper tail is inverted without cancellation.
+    """
     b1, b2 = _trap_params(theta)
     if not 0 <= q <= 1:
         raise ValueError(f"q must be in [0, 1], got {q}")
@@ -456,7 +502,10 @@ def expected_max_iid(theta, n: int) -> float:
 
 
 def cond_mean_above(alpha: float, theta) -> float:
-    r""":math:`\mathbb E[X\mid X\ge\alpha]=\alpha+\int_\alpha^{top}(1-F)/(1-F(\alpha))` by quadrature."""
+    r"""The conditional mean above a threshold, by quadrature.
+
+    :math:`\mathbb E[X\mid X\ge\alpha]=\alpha+\int_\alpha^{top}(1-F)/(1-F(\alpha))`.
+    """
     b1, b2 = _trap_params(theta)
     top = b1 + b2
     if not 0 <= alpha < top:
@@ -472,7 +521,13 @@ def cond_mean_above(alpha: float, theta) -> float:
 
 
 def oracle_ratio_exact(theta, n: int) -> float:
-    r"""Exact competitive ratio of the known-:math:`\theta` quantile rule: :math:`(1-(1-1/n)^n)\,\mathbb E[X\mid X\ge\alpha^*]/\mathbb E\max`."""
+    r"""Exact competitive ratio of the known-:math:`\theta` quantile rule.
+
+    :math:`(1-(1-1/n)^n)\,\mathbb E[X\mid X\ge\alpha^*]/\mathbb E\max`.
+
+    Book: prf:`thm-16-classical` in book/16-prophet-noisy-rewards/theory.md
+    (part 2, with :math:`n'=n`).
+    """
     n = positive_int(n, "n")
     a = trapezoid_quantile(1 - 1 / n, theta)
     return float(
@@ -482,7 +537,10 @@ def oracle_ratio_exact(theta, n: int) -> float:
 
 # --------------------------------------------------------------------------- reporting
 def ratio_of_sums(rewards, maxima, rng, n_boot: int = 2000):
-    r"""The paper's metric :math:`\sum_r\text{reward}_r/\sum_r\max_r` and its bootstrap standard error (runs resampled)."""
+    r"""The paper's metric :math:`\sum_r\text{reward}_r/\sum_r\max_r`.
+
+    Returned with its bootstrap standard error (runs resampled).
+    """
     rewards, maxima = np.asarray(rewards, dtype=float), np.asarray(maxima, dtype=float)
     if rewards.shape != maxima.shape or rewards.ndim != 1 or rewards.size < 2:
         raise ValueError(

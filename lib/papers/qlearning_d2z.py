@@ -4,6 +4,8 @@ Paper: S. Bonnerjee, Z. Lou, W. B. Wu, *Sharp asymptotic theory for Q-learning w
 LD2Z learning rate and its generalization*, ICLR 2026 (arXiv:2604.04218, OpenReview
 ``WjEAMyLDoh``). Chapter 07 of the book.
 
+Chapter folder: ``book/07-q-learning-pd2z/``.
+
 Central update (generative model, every pair ``(s, a)`` sampled at every step):
 
 .. math::
@@ -178,6 +180,8 @@ class GridMDP:
 
         ``Gamma`` is diagonal because the pairs are sampled independently:
         ``Gamma_ii = Var(R + gamma max_a' Q*(s', a'))`` (plus the reward-noise variance).
+
+        Book: eq:`eq-07-G` in book/07-q-learning-pd2z/theory.md.
         """
         Q = self.q_star()
         G = np.eye(self.d) - self.gamma * self.policy_matrix(self.greedy(Q))
@@ -219,6 +223,8 @@ def step_sizes(
 
     ``"const"``: :math:`\eta`; ``"poly"``: :math:`\eta t^{-\alpha}`;
     ``"pd2z"``: :math:`\eta(1-t/n)^\nu` (LD2Z is ``nu=1``), so :math:`\eta_{n,n}=0`.
+
+    Book: prf:`def-07-schedules` in book/07-q-learning-pd2z/theory.md.
     """
     n = positive_int(n, "n")
     if not (0 < eta <= 1):
@@ -238,7 +244,11 @@ def step_sizes(
 
 
 def tail_length(n: int, nu: float = 1.0, c: float = 1.0) -> int:
-    r"""Tail-averaging window :math:`m_n = \lfloor c\, n^{\nu/(\nu+1)} \rfloor` (Thm 3.5)."""
+    r"""Tail-averaging window :math:`m_n = \lfloor c\, n^{\nu/(\nu+1)} \rfloor` (Thm 3.5).
+
+    Book: prf:`def-07-schedules` in book/07-q-learning-pd2z/theory.md.
+    Book: prf:`thm-07-clt` in book/07-q-learning-pd2z/theory.md (the window).
+    """
     n = positive_int(n, "n")
     if not (nu > 0 and c > 0):
         raise ValueError(f"nu and c must be > 0, got nu={nu}, c={c}")
@@ -286,6 +296,8 @@ def run_sync_q(
     -------
     dict with ``last`` (C, d), ``full`` (C, d) (average of :math:`Q_1..Q_n`), and
     ``tail`` (C, d), ``kept`` (C, n-keep_from+1, d), ``path_err`` (C, n) when asked.
+
+    Book: eq:`eq-07-update` in book/07-q-learning-pd2z/theory.md.
     """
     if not isinstance(mdp, GridMDP):
         raise TypeError(f"mdp must be a GridMDP, got {type(mdp).__name__}")
@@ -308,7 +320,7 @@ def run_sync_q(
     tail = np.zeros((n_chains, d)) if tail_m else None
     kept = np.empty((n_chains, n - keep_from + 1, d)) if keep_from else None
     path_err = np.empty((n_chains, n)) if track_error else None
-    S, A, g = mdp.n_states, mdp.n_actions, mdp.gamma
+    A, g = mdp.n_actions, mdp.gamma
     for t in range(1, n + 1):
         ns, r = mdp.sample(n_chains, rng)
         V = _max_over_actions(Q, A)
@@ -342,7 +354,12 @@ def _max_over_actions(Q, A):
 
 
 def forgetting_factor(etas, gamma: float) -> np.ndarray:
-    r"""Exact contraction of a constant offset: :math:`\prod_{j\le t}(1-(1-\gamma)\eta_j)`, shape (n,)."""
+    r"""Exact contraction of a constant offset, shape (n,).
+
+    :math:`\prod_{j\le t}(1-(1-\gamma)\eta_j)`.
+
+    Book: prf:`lem-07-forgetting` in book/07-q-learning-pd2z/theory.md.
+    """
     etas = _check_etas(etas)
     if not (0 < gamma < 1):
         raise ValueError(f"gamma must be in (0, 1), got {gamma}")
@@ -369,6 +386,8 @@ def gaussian_tail_cov(G, Gamma, etas, m: int) -> np.ndarray:
     :math:`B_s=\frac{\eta_s}{m}R_s`, :math:`R_{n+1}=0`,
     :math:`R_s=\mathbb 1\{s>n-m\}I+R_{s+1}(I-\eta_{s+1}G)` (backward recursion), and the
     covariance is :math:`\sum_s B_s\Gamma B_s^\top`.
+
+    Book: prf:`prop-07-cov` in book/07-q-learning-pd2z/theory.md.
     """
     G, Gamma = _check_G_Gamma(G, Gamma)
     etas = _check_etas(etas)
@@ -392,6 +411,8 @@ def gaussian_tail_cov_forward(G, Gamma, etas, m: int) -> np.ndarray:
     Tracks :math:`P_t=\mathrm{Cov}(Y_t)`, :math:`X_t=\mathrm{Cov}(S_t,Y_t)` and
     :math:`W_t=\mathrm{Cov}(S_t)` for the running tail sum :math:`S_t`. An independent
     second algorithm, used to check the first.
+
+    Book: prf:`prop-07-cov` in book/07-q-learning-pd2z/theory.md (the forward check after it).
     """
     G, Gamma = _check_G_Gamma(G, Gamma)
     etas = _check_etas(etas)
@@ -426,6 +447,8 @@ def simulate_Y(
     ``Gamma`` must be diagonal (it is for synchronous sampling), so it is never
     Cholesky-factored (it is singular on deterministic pairs).
     Returns a dict with ``last``, and ``tail``/``kept`` as in :func:`run_sync_q`.
+
+    Book: eq:`eq-07-Y` in book/07-q-learning-pd2z/theory.md.
     """
     G, Gamma = _check_G_Gamma(G, Gamma)
     etas = _check_etas(etas)
@@ -463,6 +486,8 @@ def max_tail_partial_sum(X, center=None) -> np.ndarray:
 
     ``X`` has shape ``(C, L, d)`` (the kept iterates :math:`l=k..n`); ``center`` is
     :math:`Q^\star` (shape ``(d,)``) or ``None`` for already-centred paths. Returns ``(C,)``.
+
+    Book: prf:`thm-07-sip` in book/07-q-learning-pd2z/theory.md.
     """
     X = np.asarray(X, dtype=float)
     if X.ndim != 3:

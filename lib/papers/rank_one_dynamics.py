@@ -1,7 +1,11 @@
 r"""Gradient-flow dynamics of rectangular rank-one matrix denoising (chapter 19).
 
 Paper: *Gradient Descent Dynamics of Rank-One Matrix Denoising*, ICLR 2026 (OpenReview
-``S5oAnaIbgb``). The model is
+``S5oAnaIbgb``).
+
+Chapter folder: ``book/19-matrix-denoising-dynamics/``.
+
+The model is
 
 .. math::
     X = \lambda\,u^\star v^{\star\top} + Z\in\mathbb R^{p\times n},\qquad
@@ -20,8 +24,8 @@ atoms plus Gauss–Chebyshev quadrature of the continuous part, the latter writt
 exponentially rescaled integrands so that large times do not overflow or cancel.
 
 Measures (``which``): ``"uu"`` :math:`a^\top f(XX^\top)a`, ``"vv"`` :math:`b^\top f(X^\top X)b`,
-``"uv"`` :math:`a^\top f(XX^\top)Xb` (with :math:`a=u^\star`, :math:`b=v^\star`), ``"mu"`` the MP law
-of :math:`ZZ^\top` and ``"mut"`` that of :math:`Z^\top Z`.
+``"uv"`` :math:`a^\top f(XX^\top)Xb` (with :math:`a=u^\star`, :math:`b=v^\star`), ``"mu"`` the MP
+law of :math:`ZZ^\top` and ``"mut"`` that of :math:`Z^\top Z`.
 """
 
 from __future__ import annotations
@@ -121,7 +125,10 @@ def init_with_overlap(w_star, alpha: float, rng: np.random.Generator) -> np.ndar
 
 # --------------------------------------------------------------------------- dynamics at finite n
 def flow_rhs(X) -> Callable[[float, np.ndarray], np.ndarray]:
-    """The right-hand side of the (nonlinear) Riemannian flow on ``w = (u, v)``, for ``solve_ivp``."""
+    """The right-hand side of the (nonlinear) Riemannian flow on ``w = (u, v)``.
+
+    For ``solve_ivp``.
+    """
     X = real_array(X, "X", ndim=2)
     p = X.shape[0]
 
@@ -177,11 +184,14 @@ def exact_flow(X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False) -
     """The exact solution of the Riemannian flow at times ``ts`` (book's linearisation).
 
     With the thin SVD ``X = U S V^T``: ``y_u = u0 + U[(cosh(tS)-1) U^T u0 + sinh(tS) V^T v0]``,
-    ``y_v = v0 + V[(cosh(tS)-1) V^T v0 + sinh(tS) U^T u0]``, ``u_t = y_u/|y_u|``, ``v_t = y_v/|y_v|``.
+    ``y_v = v0 + V[(cosh(tS)-1) V^T v0 + sinh(tS) U^T u0]``, ``u_t = y_u/|y_u|``,
+    ``v_t = y_v/|y_v|``.
     Everything is multiplied by ``exp(-t s_max)`` so that large times do not overflow.
     Returns ``dict(t, qu, qv, obj, norm_gap)`` where ``norm_gap`` is the relative difference
     ``(|y_u| - |y_v|)/|y_u|`` (zero in exact arithmetic), plus ``u, v`` of shape ``(T, p)`` and
     ``(T, n)`` when ``return_vectors``.
+
+    Book: prf:`prop-19-linear` in book/19-matrix-denoising-dynamics/flow.md.
     """
     X = real_array(X, "X", ndim=2)
     p, n = X.shape
@@ -218,7 +228,7 @@ def exact_flow(X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False) -
     return out
 
 
-# --------------------------------------------------------------------------- random-matrix transforms
+# ----------------------------------------------------------------------- random-matrix transforms
 def mp_edges(c: float) -> tuple[float, float]:
     """The edges ``E_- = (1 - sqrt c)^2`` and ``E_+ = (1 + sqrt c)^2`` of the MP bulk."""
     c = positive(c, "c")
@@ -269,6 +279,8 @@ def spiked_transforms(z, c: float, lam: float) -> dict:
 
     With :math:`\tilde m=cm-(1-c)/z` and :math:`D=1-\lambda^2zm\tilde m`:
     ``uu = m/D``, ``vv = m~/D``, ``uv = -lam z m m~/D``, ``mu = m``, ``mut = m~``.
+
+    Book: prf:`lem-19-transforms` in book/19-matrix-denoising-dynamics/equivalent.md.
     """
     c, lam = positive(c, "c"), nonnegative(lam, "lam")
     z = np.asarray(z, dtype=complex)
@@ -276,11 +288,15 @@ def spiked_transforms(z, c: float, lam: float) -> dict:
 
 
 def outlier(c: float, lam: float):
-    r"""The spike's atom: ``(theta, w_u2, w_v2)`` above the threshold ``lam > c**0.25``, else ``None``.
+    r"""The spike's atom: ``(theta, w_u2, w_v2)`` above the threshold ``lam > c**0.25``.
 
+    Below the threshold: ``None``.
     :math:`\vartheta=(1+\lambda^2)(c+\lambda^2)/\lambda^2` (squared top singular value),
-    :math:`w_u^2=(1-c\lambda^{-4})/(1+c\lambda^{-2})`, :math:`w_v^2=(1-c\lambda^{-4})/(1+\lambda^{-2})`
-    (the atom of ``uu``, ``vv``; the atom of ``uv`` is ``sqrt(theta) w_u w_v``).
+    :math:`w_u^2=(1-c\lambda^{-4})/(1+c\lambda^{-2})`,
+    :math:`w_v^2=(1-c\lambda^{-4})/(1+\lambda^{-2})` (the atom of ``uu``, ``vv``; the atom of
+    ``uv`` is ``sqrt(theta) w_u w_v``).
+
+    Book: prf:`lem-19-transforms` in book/19-matrix-denoising-dynamics/equivalent.md (the atoms).
     """
     c, lam = positive(c, "c"), nonnegative(lam, "lam")
     if lam <= c**0.25:
@@ -292,7 +308,11 @@ def outlier(c: float, lam: float):
 
 
 def zero_atoms(c: float, lam: float) -> dict:
-    """Masses at 0 of the five measures (the null space of the larger Gram matrix)."""
+    """Masses at 0 of the five measures (the null space of the larger Gram matrix).
+
+    Book: prf:`lem-19-transforms` in book/19-matrix-denoising-dynamics/equivalent.md
+    (the masses at 0).
+    """
     c, lam = positive(c, "c"), nonnegative(lam, "lam")
     out = dict(uu=0.0, vv=0.0, uv=0.0, mu=0.0, mut=0.0)
     if c < 1:
@@ -355,7 +375,8 @@ def spectral_integral(
     ``[-radius_pad, x_top + radius_pad]`` with the trapezoid rule on ``n_nodes`` nodes
     (spectrally accurate for entire ``f``, which must accept complex arrays; nodes are offset
     so that none lies on the real axis). ``method="quadrature"``: atoms in closed form plus
-    Gauss–Chebyshev quadrature of the density :math:`\frac1\pi\operatorname{Im}s(x+i0)` on the bulk.
+    Gauss–Chebyshev quadrature of the density :math:`\frac1\pi\operatorname{Im}s(x+i0)` on the
+    bulk.
     """
     if which not in MEASURES:
         raise ValueError(f"which must be one of {MEASURES}, got {which!r}")
@@ -384,7 +405,10 @@ def spectral_integral(
 def residue(
     which: str, c: float, lam: float, at: float, *, radius: float, n_nodes: int = 512
 ) -> float:
-    r"""Mass of ``which`` at the point ``at``: :math:`-\frac1{2\pi i}\oint s(z)\,dz` on a small circle."""
+    r"""Mass of ``which`` at the point ``at``.
+
+    Computed as :math:`-\frac1{2\pi i}\oint s(z)\,dz` on a small circle.
+    """
     if which not in MEASURES:
         raise ValueError(f"which must be one of {MEASURES}, got {which!r}")
     if not radius > 0:
@@ -398,7 +422,10 @@ def residue(
 
 # --------------------------------------------------------------------------- deterministic curves
 def _scaled_basis(x, ts, r):
-    """``e1 = cosh(t sqrt x) e^{-t r}`` and ``e3 = sinh(t sqrt x)/sqrt x e^{-t r}``, shape ``(T, len(x))``."""
+    """``e1 = cosh(t sqrt x) e^{-t r}`` and ``e3 = sinh(t sqrt x)/sqrt x e^{-t r}``.
+
+    Both of shape ``(T, len(x))``.
+    """
     s = np.sqrt(np.maximum(np.asarray(x, dtype=float), 0.0))[None, :]
     t = ts[:, None]
     up, down = np.exp(t * (s - r)), np.exp(-t * (s + r))
@@ -420,14 +447,17 @@ def deterministic_curves(
 
     - :math:`\hat q_u=\alpha_u\int\ell_1d\nu_{uu}+\alpha_v\int\ell_3d\nu_{uv}`,
     - :math:`\hat q_v=\alpha_v\int\ell_1d\nu_{vv}+\alpha_u\int\ell_3d\nu_{uv}`,
-    - :math:`\hat p=\alpha_u^2\int\cosh^2d\nu_{uu}+\beta_u^2\int\cosh^2d\mu_c+2\alpha_u\alpha_v\int\ell_2d\nu_{uv}
+    - :math:`\hat p=\alpha_u^2\int\cosh^2d\nu_{uu}+\beta_u^2\int\cosh^2d\mu_c
+      +2\alpha_u\alpha_v\int\ell_2d\nu_{uv}
       +\alpha_v^2\int\sinh^2d\nu_{vv}+\beta_v^2\int\sinh^2d\tilde\mu_c`,
 
-    (:math:`\cosh^2=(1+\ell_4)/2`, :math:`\sinh^2=(\ell_4-1)/2` at :math:`\sqrt x\,t`) and the objective
-    :math:`u_t^\top Xv_t\to\hat p'/(2\hat p)`. The spike's atom is added in the combined form
-    :math:`\tfrac{w_u}2(\kappa_+e^{t\sqrt\vartheta}+\kappa_-e^{-t\sqrt\vartheta})` etc., with
+    (:math:`\cosh^2=(1+\ell_4)/2`, :math:`\sinh^2=(\ell_4-1)/2` at :math:`\sqrt x\,t`) and the
+    objective :math:`u_t^\top Xv_t\to\hat p'/(2\hat p)`. The spike's atom is added in the combined
+    form :math:`\tfrac{w_u}2(\kappa_+e^{t\sqrt\vartheta}+\kappa_-e^{-t\sqrt\vartheta})` etc., with
     :math:`\kappa_\pm=\alpha_uw_u\pm\alpha_vw_v`, so critical initialisations do not cancel
     catastrophically. Returns ``dict(t, qu, qv, obj, log_p)`` (``log_p = log p_hat``).
+
+    Book: prf:`thm-19-curves` in book/19-matrix-denoising-dynamics/equivalent.md.
     """
     ts = _check_times(ts)
     c, lam = positive(c, "c"), nonnegative(lam, "lam")
@@ -482,7 +512,12 @@ def deterministic_curves(
 
 
 def bbp_overlaps(c: float, lam: float) -> tuple[float, float]:
-    """Classical BBP magnitudes ``(|<u*, u_top>|, |<v*, v_top>|)``: the square roots of ``w_u2, w_v2``."""
+    """Classical BBP magnitudes ``(|<u*, u_top>|, |<v*, v_top>|)``.
+
+    They are the square roots of ``w_u2, w_v2``.
+
+    Book: prf:`thm-19-bbp` in book/19-matrix-denoising-dynamics/bbp.md (the limit's magnitudes).
+    """
     out = outlier(c, lam)
     if out is None:
         return 0.0, 0.0
@@ -490,14 +525,22 @@ def bbp_overlaps(c: float, lam: float) -> tuple[float, float]:
 
 
 def sign_bracket(c: float, lam: float, alpha_u: float, alpha_v: float) -> float:
-    r""":math:`\alpha_v/\sqrt{1+\lambda^2}+\alpha_u/\sqrt{\lambda^2+c}`, whose sign is the limit's sign ``I``."""
+    r"""The bracket :math:`\alpha_v/\sqrt{1+\lambda^2}+\alpha_u/\sqrt{\lambda^2+c}`.
+
+    Its sign is the limit's sign ``I``.
+
+    Book: prf:`thm-19-bbp` in book/19-matrix-denoising-dynamics/bbp.md (the sign ``I``).
+    """
     c, lam = positive(c, "c"), nonnegative(lam, "lam")
     au, av = real(alpha_u, "alpha_u", lo=-1.0, hi=1.0), real(alpha_v, "alpha_v", lo=-1.0, hi=1.0)
     return av / np.sqrt(1 + lam**2) + au / np.sqrt(lam**2 + c)
 
 
 def large_time_limit(c: float, lam: float, alpha_u: float, alpha_v: float) -> tuple[float, float]:
-    """Theorem 2: ``(q_u^inf, q_v^inf) = I * BBP magnitudes`` above threshold, ``(0, 0)`` below."""
+    """Theorem 2: ``(q_u^inf, q_v^inf) = I * BBP magnitudes`` above threshold, ``(0, 0)`` below.
+
+    Book: prf:`thm-19-bbp` in book/19-matrix-denoising-dynamics/bbp.md.
+    """
     bracket = sign_bracket(c, lam, alpha_u, alpha_v)
     mu, mv = bbp_overlaps(c, lam)
     sign = float(np.sign(bracket))
@@ -524,7 +567,10 @@ def early_stopping_time(
     *,
     n_grid: int = 400,
 ) -> float:
-    """Remark 1: the first ``t`` with ``min(q_u, q_v) >= gamma`` on the limiting curves (``inf`` if none)."""
+    """Remark 1: the first ``t`` with ``min(q_u, q_v) >= gamma`` on the limiting curves.
+
+    Returns ``inf`` if there is none.
+    """
     if not 0 < gamma < 1:
         raise ValueError(f"gamma must be in (0, 1), got {gamma}")
     if not t_max > 0:

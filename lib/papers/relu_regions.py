@@ -3,17 +3,20 @@ r"""Linear regions of ReLU networks and their connectivity graph (chapter 14).
 Paper: B. B. Gaines, J. Bi, *Characterizing the Discrete Geometry of ReLU Networks*, ICLR 2026
 (arXiv:2606.07728, OpenReview ``TgLW2DiRDG``).
 
-A ReLU network with hidden layers of widths :math:`m_1,\dots,m_\ell` on :math:`\mathbb R^d` has :math:`n=\sum_jm_j`
-neurons. The sign sequence :math:`S(x)\in\{-1,0,1\}^n` of the pre-activations labels the cells of a polyhedral
-complex; the linear regions are the sign sequences without zeros, and two regions are adjacent iff
-their sequences differ in exactly one entry and they share a :math:`(d-1)`-face. The average degree of
-the connectivity graph is :math:`\bar\delta=2N_{d-1}/N_d`, which the paper bounds by :math:`2d`.
+Chapter folder: ``book/14-relu-region-graph/``.
+
+A ReLU network with hidden layers of widths :math:`m_1,\dots,m_\ell` on :math:`\mathbb R^d` has
+:math:`n=\sum_jm_j` neurons. The sign sequence :math:`S(x)\in\{-1,0,1\}^n` of the pre-activations
+labels the cells of a polyhedral complex; the linear regions are the sign sequences without zeros,
+and two regions are adjacent iff their sequences differ in exactly one entry and they share a
+:math:`(d-1)`-face. The average degree of the connectivity graph is
+:math:`\bar\delta=2N_{d-1}/N_d`, which the paper bounds by :math:`2d`.
 
 Regions are enumerated by breadth-first search over sign sequences. Inside region :math:`s` every
-pre-activation is affine, :math:`z=Ax+c`, and the region is :math:`\{x:s_j(A_jx+c_j)>0\ \forall j\}`. Neuron
-:math:`i` bounds a facet iff the hyperplane :math:`A_ix+c_i=0` meets the closure of the region in a
-:math:`(d-1)`-dimensional set; a cheap ray test certifies most facets, and a linear program (HiGHS) settles
-the rest.
+pre-activation is affine, :math:`z=Ax+c`, and the region is
+:math:`\{x:s_j(A_jx+c_j)>0\ \forall j\}`. Neuron :math:`i` bounds a facet iff the hyperplane
+:math:`A_ix+c_i=0` meets the closure of the region in a :math:`(d-1)`-dimensional set; a cheap ray
+test certifies most facets, and a linear program (HiGHS) settles the rest.
 """
 
 from __future__ import annotations
@@ -37,7 +40,8 @@ def _check_net(Ws, bs, d=None):
         or len(Ws) != len(bs)
     ):
         raise ValueError(
-            "Ws and bs must be non-empty lists of the same length (one weight matrix and bias per layer)"
+            "Ws and bs must be non-empty lists of the same length "
+            "(one weight matrix and bias per layer)"
         )
     Ws = [np.asarray(W, dtype=float) for W in Ws]
     bs = [np.asarray(b, dtype=float) for b in bs]
@@ -54,7 +58,10 @@ def _check_net(Ws, bs, d=None):
 
 
 def random_relu_net(d: int, widths, rng, bias_scale: float = 0.5):
-    """Gaussian weights ``N(0, 1/fan_in)`` and biases ``N(0, bias_scale^2)``: generic with probability one."""
+    """Gaussian weights ``N(0, 1/fan_in)`` and biases ``N(0, bias_scale^2)``.
+
+    The network is generic with probability one.
+    """
     d = positive_int(d, "d")
     check_generator(rng)
     widths = [positive_int(m, "widths") for m in widths]
@@ -71,8 +78,8 @@ def random_relu_net(d: int, widths, rng, bias_scale: float = 0.5):
 def from_torch(model):
     """The hidden layers of a ``torch.nn.Sequential`` of ``Linear`` and ``ReLU`` modules.
 
-    Every ``Linear`` followed by a ``ReLU`` is a hidden layer; a final ``Linear`` (the output) does not
-    cut the input space and is dropped.
+    Every ``Linear`` followed by a ``ReLU`` is a hidden layer; a final ``Linear`` (the output) does
+    not cut the input space and is dropped.
     """
     import torch.nn as tnn
 
@@ -110,14 +117,20 @@ def preactivations(Ws, bs, X) -> np.ndarray:
 
 
 def sign_sequence(Ws, bs, X) -> np.ndarray:
-    """Signs in ``{-1, 0, 1}`` of all pre-activations, ``int8`` of shape ``(n,)`` (or ``(N, n)`` for a batch)."""
+    """Signs in ``{-1, 0, 1}`` of all pre-activations.
+
+    ``int8`` of shape ``(n,)`` (or ``(N, n)`` for a batch).
+    """
     X = np.asarray(X, dtype=float)
     s = np.sign(preactivations(Ws, bs, X)).astype(np.int8)
     return s[0] if X.ndim == 1 else s
 
 
 def region_affine(Ws, bs, s):
-    """``(A, c)`` with the pre-activations equal to ``A x + c`` on the region with sign sequence ``s``."""
+    """``(A, c)`` with the pre-activations equal to ``A x + c`` on the region.
+
+    The region is the one with sign sequence ``s``.
+    """
     Ws, bs = _check_net(Ws, bs)
     s = np.asarray(s)
     n = sum(W.shape[0] for W in Ws)
@@ -137,13 +150,17 @@ def region_affine(Ws, bs, s):
 
 
 def interior_point(Ws, bs, s, *, cap: float = 1.0):
-    """Chebyshev centre of the region (radius capped at ``cap`` so that unbounded regions have one)."""
+    """Chebyshev centre of the region.
+
+    The radius is capped at ``cap`` so that unbounded regions have one.
+    """
     A, c = region_affine(Ws, bs, s)
     s = np.asarray(s, dtype=float)
     norms = np.linalg.norm(A, axis=1)
     live = norms > 1e-12
     d = A.shape[1]
-    # a dead neuron (all its inputs switched off here) has the constant pre-activation c_j: its sign is forced
+    # a dead neuron (all its inputs switched off here) has the constant pre-activation c_j: its
+    # sign is forced
     if np.any(s[~live] * c[~live] <= 0):
         raise ValueError(
             "the sign sequence s has no interior (a constant pre-activation has the other sign)"
@@ -156,14 +173,17 @@ def interior_point(Ws, bs, s, *, cap: float = 1.0):
     return res.x[:d], float(res.x[-1])
 
 
-# Every cell of the complex meets any large enough box (all vertices lie in a bounded set), and bounded
-# variables keep HiGHS away from the numerical failures we met on unbounded regions; BOX is far beyond the
-# vertices of the networks in this book (weights of order one).
+# Every cell of the complex meets any large enough box (all vertices lie in a bounded set), and
+# bounded variables keep HiGHS away from the numerical failures we met on unbounded regions; BOX is
+# far beyond the vertices of the networks in this book (weights of order one).
 BOX = 1e4
 
 
 def _linprog(cost, A_ub, b_ub, d, t_bounds, A_eq=None, b_eq=None):
-    """HiGHS with the simplex method, then the interior-point method if the first one fails; None if both fail."""
+    """HiGHS with the simplex method, then the interior-point method if the first one fails.
+
+    Returns None if both fail.
+    """
     for method in ("highs-ds", "highs-ipm"):
         res = optimize.linprog(
             cost,
@@ -192,11 +212,11 @@ def facet_neurons(
 ) -> list[int]:
     r"""Neurons whose zero set bounds a facet of region ``s``.
 
-    First a ray test: from an interior point ``x0``, move straight toward hyperplane :math:`i`; if no other
-    constraint is violated at the foot point, the foot lies on the face and :math:`i` is a facet (no LP).
-    Otherwise an LP maximises the slack :math:`t` of the other constraints on the hyperplane
-    (:math:`t\le1`); :math:`i` is a facet iff :math:`t^*>` ``tol``. Neurons in ``skip`` (already settled) are
-    not tested. ``stats`` counts ``"ray"`` certificates and ``"lp"`` solves.
+    First a ray test: from an interior point ``x0``, move straight toward hyperplane :math:`i`; if
+    no other constraint is violated at the foot point, the foot lies on the face and :math:`i` is a
+    facet (no LP). Otherwise an LP maximises the slack :math:`t` of the other constraints on the
+    hyperplane (:math:`t\le1`); :math:`i` is a facet iff :math:`t^*>` ``tol``. Neurons in ``skip``
+    (already settled) are not tested. ``stats`` counts ``"ray"`` certificates and ``"lp"`` solves.
     """
     A, c = region_affine(Ws, bs, s)
     s = np.asarray(s, dtype=float)
@@ -214,7 +234,8 @@ def facet_neurons(
     for i in range(n):
         if not live[i] or i in skip:
             continue
-        # foot point x0 - gn_i s_i An_i; slack of j there: gn_j - gn_i s_i s_j cos_ij (in distance units)
+        # foot point x0 - gn_i s_i An_i; slack of j there: gn_j - gn_i s_i s_j cos_ij (in distance
+        # units)
         slack = gn - gn[i] * s[i] * s * cos[i]
         slack[i] = np.inf
         if use_ray and np.all(slack[live] > 1e-9):
@@ -247,10 +268,12 @@ def enumerate_regions(
 ) -> nx.Graph:
     """Breadth-first search over the linear regions; returns the connectivity graph.
 
-    Nodes are sign sequences as tuples of ``+-1`` (attribute ``point``: an interior point); an edge joins
-    regions across a facet, with attribute ``neuron`` (the flipped index). Adjacency is symmetric, so a
-    neuron already known to separate ``s`` from a visited neighbour is not tested again. Raises
-    ``RuntimeError`` if more than ``max_regions`` regions are found.
+    Nodes are sign sequences as tuples of ``+-1`` (attribute ``point``: an interior point); an edge
+    joins regions across a facet, with attribute ``neuron`` (the flipped index). Adjacency is
+    symmetric, so a neuron already known to separate ``s`` from a visited neighbour is not tested
+    again. Raises ``RuntimeError`` if more than ``max_regions`` regions are found.
+
+    Book: prf:`def-14-graph` in book/14-relu-region-graph/theory.md.
     """
     Ws, bs = _check_net(Ws, bs)
     d = Ws[0].shape[1]
@@ -289,7 +312,10 @@ def brute_force_graph(Ws, bs, *, max_neurons: int = 14) -> nx.Graph:
     """The same graph by exhaustion, for checking :func:`enumerate_regions` on small networks.
 
     Every one of the ``2^n`` sign sequences is tested for an interior (an LP each); every region's
-    facets are then found by LP alone (no ray test). Exponential in ``n``: refuses ``n > max_neurons``.
+    facets are then found by LP alone (no ray test). Exponential in ``n``: refuses
+    ``n > max_neurons``.
+
+    Book: prf:`def-14-graph` in book/14-relu-region-graph/theory.md.
     """
     Ws, bs = _check_net(Ws, bs)
     n = sum(W.shape[0] for W in Ws)
@@ -316,22 +342,34 @@ def brute_force_graph(Ws, bs, *, max_neurons: int = 14) -> nx.Graph:
 
 # --------------------------------------------------------------------------- counts and bounds
 def shallow_counts(m: int, d: int) -> tuple[int, int]:
-    r"""One hidden layer of ``m`` neurons in general position in :math:`\mathbb R^d`:
-    :math:`N_d=\sum_{i\le d}\binom mi` regions and :math:`N_{d-1}=m\sum_{i\le d-1}\binom{m-1}i` facets (edges)."""
+    r"""One hidden layer of ``m`` neurons in general position in :math:`\mathbb R^d`.
+
+    :math:`N_d=\sum_{i\le d}\binom mi` regions and
+    :math:`N_{d-1}=m\sum_{i\le d-1}\binom{m-1}i` facets (edges).
+
+    Book: prf:`prop-14-shallow` in book/14-relu-region-graph/theory.md.
+    """
     m, d = positive_int(m, "m"), positive_int(d, "d")
     return sum(comb(m, i) for i in range(d + 1)), m * sum(comb(m - 1, i) for i in range(d))
 
 
 def avg_degree(G: nx.Graph) -> float:
-    r""":math:`\bar\delta=2|E|/|V|`."""
+    r""":math:`\bar\delta=2|E|/|V|`.
+
+    Book: prf:`def-14-graph` in book/14-relu-region-graph/theory.md.
+    """
     if G.number_of_nodes() == 0:
         raise ValueError("G has no nodes")
     return 2 * G.number_of_edges() / G.number_of_nodes()
 
 
 def moore_lower_bound(n_regions: int, max_degree: int) -> int:
-    r"""Smallest :math:`D` with :math:`1+\Delta\sum_{r<D}(\Delta-1)^r\ge N_d` (a graph of maximum degree :math:`\Delta` and
-    diameter :math:`D` has at most that many nodes)."""
+    r"""Smallest :math:`D` with :math:`1+\Delta\sum_{r<D}(\Delta-1)^r\ge N_d`.
+
+    A graph of maximum degree :math:`\Delta` and diameter :math:`D` has at most that many nodes.
+
+    Book: prf:`thm-14-diameter` in book/14-relu-region-graph/theory.md (the Moore lower bound).
+    """
     n_regions, max_degree = (
         positive_int(n_regions, "n_regions"),
         positive_int(max_degree, "max_degree"),
@@ -344,7 +382,10 @@ def moore_lower_bound(n_regions: int, max_degree: int) -> int:
 
 
 def product_upper_bound(widths) -> int:
-    r"""The paper's :math:`\prod_j(m_j+1)`."""
+    r"""The paper's :math:`\prod_j(m_j+1)`.
+
+    Book: prf:`thm-14-diameter` in book/14-relu-region-graph/theory.md (the upper bound).
+    """
     out = 1
     for m in widths:
         out *= positive_int(m, "widths") + 1
@@ -354,8 +395,9 @@ def product_upper_bound(widths) -> int:
 def diameter_estimate(G: nx.Graph, rng, k: int = 50):
     """The paper's estimator: ``(lower, upper, midpoint)``.
 
-    Lower: the best of ``k`` double-sweep lower bounds (``networkx.approximation.diameter`` from random
-    seeds). Upper: the smallest diameter of a BFS tree rooted at one of the ``k`` highest-degree nodes.
+    Lower: the best of ``k`` double-sweep lower bounds (``networkx.approximation.diameter`` from
+    random seeds). Upper: the smallest diameter of a BFS tree rooted at one of the ``k``
+    highest-degree nodes.
     """
     check_generator(rng)
     k = positive_int(k, "k")

@@ -171,7 +171,7 @@ def _drop_cached(root: Path, chapters: set[str]) -> int:
             continue
         m = _CHAPTER_DIR.match(folder)
         if m and m.group(1) in chapters:
-            cache.remove_cache_record(rec.pk)
+            cache.remove_cache(rec.pk)
             n += 1
     return n
 
@@ -196,16 +196,16 @@ def invalidate_stale(root: Path = ROOT, env=None, verbose: bool = True) -> set[s
             m = _CHAPTER_DIR.match(folder.name)
             if m and m.group(1) in stale:
                 shutil.rmtree(folder, ignore_errors=True)
-        clear_records(stale, ledger_dir(env, root))
+        clear_records(stale, ledger_dir(root=root))
     write_stamp(root, env)
     if stale and old is not None and verbose:
         print(f"stale cached outputs dropped for chapters {', '.join(sorted(stale))}")
     return stale
 
 
-def clear_run_outputs(root: Path = ROOT, env=None) -> None:
+def clear_run_outputs(root: Path = ROOT) -> None:
     """Before a full nbval run: drop every claim record and executed copy (not the cache)."""
-    clear_records(None, ledger_dir(env, root))
+    clear_records(None, ledger_dir(root=root))
     shutil.rmtree(executed_dir(root), ignore_errors=True)
 
 

@@ -204,8 +204,8 @@ def _resolve(app, doctree, fromdocname):
             node.replace_self(
                 nodes.paragraph(
                     text=(
-                        "No claim records were found: the notebooks have not been executed in this build "
-                        "tree yet (run `make book` or `make test`)."
+                        "No claim records were found: the notebooks have not been executed "
+                        "in this build tree yet (run `make book` or `make test`)."
                     )
                 )
             )

@@ -31,7 +31,8 @@ def test_grid_log_prob_matches_monte_carlo():
 
 
 def test_log_diff_ndtr_far_tails():
-    # no underflow far in either tail, and agreement with direct differences where those are accurate
+    # no underflow far in either tail, and agreement with direct differences where those are
+    # accurate
     v = cg.log_diff_ndtr(np.array([40.0, -41.0, -1.0]), np.array([41.0, -40.0, 2.0]))
     assert np.all(np.isfinite(v))
     assert v[0] == pytest.approx(stats.norm.logsf(40.0), rel=1e-6)

@@ -319,7 +319,8 @@ def test_grpo_train_histories_and_structural_facts():
     assert reuse["clip_frac"].max() > 0
     for h in (on, off, reuse):
         assert np.all(np.diff(h["J"]) >= h["rhs"][1.0] - 1e-12)
-    # with beta = 0 the mask equals the unmasked run with the step rescaled by B / #groups with variance
+    # with beta = 0 the mask equals the unmasked run with the step rescaled by
+    # B / #groups with variance
     m = gp.grpo_train(env, v=1, i=1, mask=True, **{**hp, "rng": gen(2)})
     s = gp.grpo_train(env, v=1, i=1, mask="rescale", **{**hp, "rng": gen(2)})
     assert np.allclose(m["J"], s["J"], atol=1e-12)

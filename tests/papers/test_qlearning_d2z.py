@@ -27,7 +27,7 @@ def test_q_star_is_bellman_fixed_point(mdp):
 def test_q_star_against_brute_force_policy_enumeration():
     # Tiny 2x2 grid, no specials: Q* from the best of all 4^4 deterministic policies.
     m = ql.GridMDP(size=2, gamma=0.5, specials={}, tie_eps=0.2)
-    P, r = m.transition_matrix(), m.mean_reward()
+    r = m.mean_reward()
     best = None
     import itertools
 

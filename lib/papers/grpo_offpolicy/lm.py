@@ -1,5 +1,10 @@
 """Token-level GRPO for a language model, in torch (chapter 01).
 
+Paper: *Revisiting Group Relative Policy Optimization: Insights into On-Policy and Off-Policy
+Training*, ICLR 2026 (arXiv:2505.22257, OpenReview ``XXfOf22o3K``).
+
+Chapter folder: ``book/01-grpo-off-policy/``.
+
 The task is few-digit addition with a verifiable answer. A prompt is ``a + b =`` written
 with the most significant digit first; the answer is the ``n + 1`` digits of ``a + b``
 written least significant digit first (the order a causal model can compute), and the
@@ -236,8 +241,8 @@ def token_clip_loss(logp, logp_k, logp_alpha, adv, clip: float, weights=None):
 
     ``logp`` (with gradient), ``logp_k`` and ``logp_alpha`` are per-token log-probabilities of
     the sampled responses under the learner, the learner at the start of the step and the
-    sampler, shape ``(N, A)``; ``adv`` is the sequence advantage ``(N,)``; ``weights`` ``(N,)`` are the
-    per-sequence weights (mask and normalisation), default ``1/N``. The window of each token
+    sampler, shape ``(N, A)``; ``adv`` is the sequence advantage ``(N,)``; ``weights`` ``(N,)``
+    are the per-sequence weights (mask and normalisation), default ``1/N``. The window of each token
     is ``[max(rho_k - clip, 0), rho_k + clip]`` with ``rho_k = pi_k / alpha``.
     """
     if not clip > 0:
@@ -276,10 +281,14 @@ def grpo_train_lm(
 ) -> dict:
     """Token-level GRPO with sampler sync period ``v`` and ``i`` Adam steps per batch (trains
     ``model`` in place). Every ``eval_every`` steps (and at the end) records the exact expected
-    reward on ``eval_idx``. Returns ``steps``, ``J``, ``batch_reward``, ``clip_frac`` (share of sampled
-    tokens with no gradient, over the inner steps), ``kept`` (share of groups with reward variance) and
-    ``off_centre`` (share of sampled tokens with ``|pi_k/alpha - 1| > clip``: those a clip centred at 1
-    would treat as outside the window). ``gen`` must live on the model's device."""
+    reward on ``eval_idx``. Returns ``steps``, ``J``, ``batch_reward``, ``clip_frac`` (share of
+    sampled tokens with no gradient, over the inner steps), ``kept`` (share of groups with reward
+    variance) and ``off_centre`` (share of sampled tokens with ``|pi_k/alpha - 1| > clip``: those a
+    clip centred at 1 would treat as outside the window). ``gen`` must live on the model's device.
+
+    Book: prf:`alg-01-grpo` in book/01-grpo-off-policy/training.md (token-level ratios; see
+    book/01-grpo-off-policy/token_level.md).
+    """
     v, i, iters = positive_int(v, "v"), positive_int(i, "i"), positive_int(iters, "iters")
     B, G = positive_int(B, "B"), positive_int(G, "G")
     eval_every = positive_int(eval_every, "eval_every")

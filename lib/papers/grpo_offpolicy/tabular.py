@@ -1,5 +1,10 @@
 """Off-policy GRPO on exact tabular instances (chapter 01).
 
+Paper: *Revisiting Group Relative Policy Optimization: Insights into On-Policy and Off-Policy
+Training*, ICLR 2026 (arXiv:2505.22257, OpenReview ``XXfOf22o3K``).
+
+Chapter folder: ``book/01-grpo-off-policy/``.
+
 Policies are arrays of probabilities with the responses on the last axis and the prompts
 before it, e.g. shape ``(K, M)`` for ``K`` prompts and ``M`` responses; rewards ``r`` have the
 same shape and lie in ``[0, 1]``. Every per-prompt quantity of the chapter is computed
@@ -156,6 +161,8 @@ def improvement_bound(pi, pi_k, alpha, r, eps: float = 1e-4, c: float = 2.0):
     is the paper's Theorem 1 (for ``eps < 3/4`` the absolute value is ``1 - sigma``); ``c = 1``
     is the sharper constant valid for rewards in ``[0, 1]``. It lower-bounds
     ``J_x(pi) - J_x(pi_k)``.
+
+    Book: prf:`thm-01-bound` in book/01-grpo-off-policy/theory.md.
     """
     c = positive(c, "c")
     pi = _policy(pi, "pi")
@@ -167,11 +174,14 @@ def improvement_bound(pi, pi_k, alpha, r, eps: float = 1e-4, c: float = 2.0):
 
 
 def drift_bound(lsur, sigma, clip: float, delta, c: float = 2.0):
-    """The book's corollary: a lower bound on ``J(pi) - J(pi_k)`` when ``|pi - pi_k| <= clip * alpha``.
+    """The book's corollary: a lower bound on ``J(pi) - J(pi_k)``.
 
-    Then ``TV(pi, pi_k) <= clip/2`` and ``TV(pi, alpha) <= clip/2 + delta`` with ``delta = TV(pi_k, alpha)``,
+    It holds when ``|pi - pi_k| <= clip * alpha``. Then ``TV(pi, pi_k) <= clip/2`` and
+    ``TV(pi, alpha) <= clip/2 + delta`` with ``delta = TV(pi_k, alpha)``,
     so the improvement bound gives ``L - c |1 - sigma|/sigma (clip/2 + delta) - c delta``
     (``c = 2``: ``L - |1 - sigma|/sigma (clip + 2 delta) - 2 delta``).
+
+    Book: prf:`cor-01-drift` in book/01-grpo-off-policy/theory.md.
     """
     lsur = _array(np.atleast_1d(lsur), "lsur")
     sigma = _array(np.atleast_1d(sigma), "sigma")
@@ -193,6 +203,8 @@ def clip_objective(ratio, ratio_k, adv, clip: float):
     the window centred at ``rho' = pi_k/alpha``. ``active`` is False exactly where the min picks the
     clipped constant, i.e. ``rho`` beyond the upper end with ``a > 0`` or below the lower end with
     ``a < 0``; there the sample carries no gradient. Returns ``(value, active)``.
+
+    Book: prf:`prop-01-clip` in book/01-grpo-off-policy/theory.md.
     """
     ratio = _array(np.atleast_1d(ratio), "ratio")
     ratio_k = _array(np.atleast_1d(ratio_k), "ratio_k")
@@ -216,7 +228,10 @@ def clip_objective(ratio, ratio_k, adv, clip: float):
 # --------------------------------------------------------------------------- Bernoulli closed forms
 def bernoulli_constant(p, eps: float = 1e-4):
     """``c_eps(p) = (1 - s)/s`` with ``s = sqrt(p(1-p) + eps)``: the bound's penalty factor on a
-    prompt whose success probability under the sampler is ``p``."""
+    prompt whose success probability under the sampler is ``p``.
+
+    Book: prf:`thm-01-bound` in book/01-grpo-off-policy/theory.md (its factor for a 0/1 reward).
+    """
     p = probabilities(p, "p")
     eps = positive(eps, "eps")
     s = np.sqrt(p * (1 - p) + eps)
@@ -241,7 +256,10 @@ def _amplification_args(p_ref, beta, eps):
 def amplification_map(p, p_ref, beta: float, eps: float = 1e-4):
     """Success probability after one KL-regularised step from a policy with success ``p``:
     ``h(p) = 1 / (1 + (1 - p_ref)/p_ref * exp(-1/(beta sqrt(p(1-p) + eps))))``, computed as the
-    logistic function of its logit (stable for small ``beta``)."""
+    logistic function of its logit (stable for small ``beta``).
+
+    Book: prf:`prop-01-amplification` in book/01-grpo-off-policy/theory.md.
+    """
     p = probabilities(p, "p")
     p_ref, beta, eps = _amplification_args(p_ref, beta, eps)
     return expit(_amplification_logit(p, p_ref, beta, eps))
@@ -255,6 +273,8 @@ def amplification_fixed_points(p_ref: float, beta: float, eps: float = 1e-4, gri
     ``1 - h = expit(-logit h)`` evaluated without cancellation. Sign changes of ``G`` on a grid
     (logarithmic near ``u = 0``) are refined by Brent's method. ``G(0) < 0 < G(1)``, so there is
     at least one root.
+
+    Book: prf:`prop-01-amplification` in book/01-grpo-off-policy/theory.md (its fixed points).
     """
     grid = positive_int(grid, "grid")
     if grid < 10:
@@ -294,7 +314,10 @@ def amplification_fixed_points(p_ref: float, beta: float, eps: float = 1e-4, gri
 
 def gibbs_step(pi_ref, adv, beta: float):
     """The maximiser of ``E_pi adv - beta KL(pi || pi_ref)`` over the simplex (last axis):
-    ``pi ∝ pi_ref exp(adv / beta)``."""
+    ``pi ∝ pi_ref exp(adv / beta)``.
+
+    Book: prf:`prop-01-amplification` in book/01-grpo-off-policy/theory.md (the maximiser).
+    """
     pi_ref = _policy(pi_ref, "pi_ref")
     adv = _array(adv, "adv")
     _same_shape(pi_ref=pi_ref, adv=adv)
@@ -335,9 +358,9 @@ def random_triples(
 ):
     """``n`` random tabular instances ``(pi, pi_k, alpha, r)``, each of shape ``(n, K, M)``.
 
-    ``alpha`` has logits ``scales[0] * N(0,1)``; ``pi_k`` perturbs them by ``scales[1] * N(0,1)`` and
-    ``pi`` perturbs ``pi_k``'s by ``scales[2] * N(0,1)``. Rewards are Bernoulli(``p_correct``)
-    (``reward="binary"``) or uniform on ``[0, 1]`` (``"uniform"``).
+    ``alpha`` has logits ``scales[0] * N(0,1)``; ``pi_k`` perturbs them by
+    ``scales[1] * N(0,1)`` and ``pi`` perturbs ``pi_k``'s by ``scales[2] * N(0,1)``. Rewards are
+    Bernoulli(``p_correct``) (``reward="binary"``) or uniform on ``[0, 1]`` (``"uniform"``).
     """
     n, K, M = positive_int(n, "n"), positive_int(K, "K"), positive_int(M, "M")
     rng = check_generator(rng)
@@ -454,9 +477,12 @@ def grpo_train(
 
     Returns per-step histories (length ``iters``; ``J`` has ``iters + 1`` entries):
     ``J`` (exact), ``drift`` (mean over prompts of ``TV(pi_k, alpha)``), ``clip_frac`` (share of
-    sampled responses with no gradient, over the inner steps), ``kept`` (share of sampled groups with non-zero reward variance),
-    ``rhs`` (dict ``c -> exact prompt-averaged right-hand side of the improvement bound`` for the
-    step from ``pi_k`` to ``pi_{k+1}`` with the sampler used) and ``lsur`` (the exact surrogate).
+    sampled responses with no gradient, over the inner steps), ``kept`` (share of sampled groups
+    with non-zero reward variance), ``rhs`` (dict
+    ``c -> exact prompt-averaged right-hand side of the improvement bound`` for the step from
+    ``pi_k`` to ``pi_{k+1}`` with the sampler used) and ``lsur`` (the exact surrogate).
+
+    Book: prf:`alg-01-grpo` in book/01-grpo-off-policy/training.md.
     """
     if not isinstance(env, LogLinearBandit):
         raise TypeError(f"env must be a LogLinearBandit, got {type(env).__name__}")
