@@ -406,5 +406,18 @@ def diameter_estimate(G: nx.Graph, rng, k: int = 50):
     for _ in range(k):
         lower = max(lower, nx.approximation.diameter(G, seed=int(rng.integers(2**31))))
     hubs = sorted(nodes, key=G.degree, reverse=True)[:k]
-    upper = min(nx.diameter(nx.bfs_tree(G, h).to_undirected()) for h in hubs)
+    upper = min(tree_diameter(nx.bfs_tree(G, h).to_undirected()) for h in hubs)
     return lower, upper, 0.5 * (lower + upper)
+
+
+def tree_diameter(T: nx.Graph) -> int:
+    """Exact diameter of a tree by a double sweep: the node farthest from any node is an end of
+    a longest path, so its eccentricity is the diameter (two BFS instead of one per node)."""
+    if T.number_of_nodes() == 0:
+        raise ValueError("T must have at least one node")
+    if T.number_of_edges() != T.number_of_nodes() - 1 or not nx.is_connected(T):
+        raise ValueError("T must be a tree (connected, with one edge fewer than nodes)")
+    start = next(iter(T.nodes))
+    dist = nx.single_source_shortest_path_length(T, start)
+    end = max(dist, key=dist.get)
+    return max(nx.single_source_shortest_path_length(T, end).values())

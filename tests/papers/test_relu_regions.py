@@ -167,3 +167,12 @@ def test_bad_input_is_rejected_with_named_argument():
         rr.random_relu_net(2, [3], 5)
     with pytest.raises(ValueError, match="n_regions"):
         rr.moore_lower_bound(0, 3)
+
+
+def test_tree_diameter_matches_networkx_on_random_trees():
+    gen = np.random.default_rng(0)
+    for n in (1, 2, 5, 40, 200):
+        T = nx.random_labeled_tree(n, seed=int(gen.integers(2**31))) if n > 1 else nx.empty_graph(1)
+        assert rr.tree_diameter(T) == nx.diameter(T)
+    with pytest.raises(ValueError, match="tree"):
+        rr.tree_diameter(nx.cycle_graph(5))
