@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 JB     := $(VENV)/bin/jupyter-book build . --all -W -n --keep-going
 
-.PHONY: book test lint bench venv chromium clean
+.PHONY: book test lint bench sweep venv chromium clean
 .DEFAULT_GOAL := book
 
 # $(call timed,PHASE,COMMAND): run COMMAND; when it succeeds, record its wall time as PHASE in
@@ -77,6 +77,13 @@ test: $(STAMP) chromium
 BENCH_REPEATS ?= 3
 bench: $(STAMP)
 	$(PY) benchmarks/budget.py --repeats $(BENCH_REPEATS) $(if $(CHAPTERS),--chapters $(CHAPTERS))
+
+# Claims across seeds, on Dask (outside the gate): every (notebook, seed) pair is one task.
+# SEEDS=0-9 (a range or a list), CHAPTERS=01,07 (default: all), BOOK_SCALE as usual;
+# BOOK_DASK_SCHEDULER=tcp://host:8786 uses that cluster instead of a LocalCluster here.
+SEEDS ?= 0-9
+sweep: $(STAMP)
+	$(PY) -m lib.sphinxext.sweep --seeds $(SEEDS) $(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 clean:
 	rm -rf _build

@@ -123,8 +123,52 @@ def _row(cells):
     return row
 
 
-def _table(app, fromdocname, records, with_chapter):
-    headers = ["id", "kind", "claim", "chapter", "checked in", "measured", "criterion", "verdict"]
+def _robustness(records) -> dict[str, dict]:
+    """The sweep's per-claim seed summary for the scale of ``records`` (empty if not swept)."""
+    from lib.sphinxext.sweep import robustness_table
+
+    scales = {r.get("scale") for r in records}
+    if len(scales) != 1:
+        return {}
+    return robustness_table(scales.pop())
+
+
+def _sweep_note(recs, robust, chapter) -> nodes.Node:
+    """Above the table: which claims fail at some swept seed (or that nothing was swept)."""
+    ids = {r["id"] for r in recs}
+    swept = {cid: r for cid, r in robust.items() if cid in ids}
+    if not swept:
+        return nodes.paragraph(
+            text="Seeds column: no seed sweep for this scale in this build tree "
+            '(`make sweep SEEDS=0-9` runs one), so every row says "not swept".'
+        )
+    failing = sorted(cid for cid, r in swept.items() if r["failing"])
+    n = max(r["n"] for r in swept.values())
+    if not failing:
+        return nodes.paragraph(
+            text=f"Seeds column: every swept claim holds at every swept seed (up to {n} seeds)."
+        )
+    para = nodes.paragraph(text=f"Claims that fail at some swept seed ({len(failing)}): ")
+    for k, cid in enumerate(failing):
+        if k:
+            para += nodes.Text("; ")
+        para += nodes.literal(text=cid)
+        para += nodes.Text(f" ({swept[cid]['text']})")
+    return para
+
+
+def _table(app, fromdocname, records, with_chapter, robust):
+    headers = [
+        "id",
+        "kind",
+        "claim",
+        "chapter",
+        "checked in",
+        "measured",
+        "criterion",
+        "seeds",
+        "verdict",
+    ]
     if not with_chapter:
         headers.remove("chapter")
     table = nodes.table(classes=["claims-ledger"])
@@ -162,6 +206,7 @@ def _table(app, fromdocname, records, with_chapter):
             where,
             rec.get("measured_text", ""),
             rec.get("criterion", ""),
+            robust.get(rec["id"], {}).get("text", "not swept"),
             verdict_node,
         ]
         if not with_chapter:
@@ -185,7 +230,10 @@ def _resolve(app, doctree, fromdocname):
                     "this build tree yet (run `make book`)."
                 )
             )
+    robust = None
     for node in list(doctree.findall(ledger_placeholder)):
+        if robust is None:
+            robust = _robustness(records)
         chapter = node["chapter"]
         recs = [r for r in records if not chapter or r.get("chapter") == chapter]
         counts = {v: sum(r.get("verdict") == v for r in recs) for v in (PASS, FAIL, NOT_REPRODUCED)}
@@ -199,7 +247,8 @@ def _resolve(app, doctree, fromdocname):
                     f"BOOK_SEED {', '.join(seeds)}). {status_text(recs)}"
                 )
             )
-            node.replace_self([summary, _table(app, fromdocname, recs, with_chapter=not chapter)])
+            table = _table(app, fromdocname, recs, with_chapter=not chapter, robust=robust)
+            node.replace_self([summary, _sweep_note(recs, robust, chapter), table])
         else:
             node.replace_self(
                 nodes.paragraph(

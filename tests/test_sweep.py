@@ -1,0 +1,94 @@
+"""The seed sweep on Dask (lib.sphinxext.sweep): a tiny sweep on a two-worker LocalCluster.
+
+A probe notebook passes at seed 0 and fails at seed 1; the sweep must record the claims of
+each seed, record the failure without stopping, and summarise each claim's robustness as the
+ledger shows it. A worker killed mid-task must be replaced and its task rerun.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from lib.sphinxext import sweep as sw
+
+DATA = Path(__file__).resolve().parent / "data"
+PROBE, SLOW = DATA / "sweep_probe.md", DATA / "sweep_slow.md"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    distributed = pytest.importorskip("distributed")
+    marker = tmp_path_factory.mktemp("sweep") / "runs.txt"
+    os.environ["SWEEP_TEST_MARKER"] = str(marker)  # inherited by the workers and their kernels
+    cluster = distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    )
+    c = distributed.Client(cluster)
+    c.marker = marker
+    yield c
+    c.close()
+    cluster.close()
+    os.environ.pop("SWEEP_TEST_MARKER", None)
+
+
+def test_parse_seeds():
+    assert sw.parse_seeds("0-3") == [0, 1, 2, 3]
+    assert sw.parse_seeds("5, 1,2-3") == [1, 2, 3, 5]
+    for bad in ("", "a", "3-1", "1;2"):
+        with pytest.raises(ValueError, match="seeds"):
+            sw.parse_seeds(bad)
+
+
+def test_robustness_text():
+    ok = {"verdict": "pass", "n_failing": 0}
+    assert sw.robustness("x", {}, [])["text"] == "not swept"
+    assert sw.robustness("x", {0: ok, 1: ok}, [0, 1])["text"] == "seeds: 2/2"
+    r = sw.robustness("x", {0: ok, 1: {"verdict": "FAIL"}, 2: ok}, [0, 1, 2, 3])
+    assert r["text"] == "seeds: 2/4 (fails at 1; not reached at 3)" and r["failing"] == [1, 3]
+    nr = {"verdict": "not reproduced", "n_failing": 1}
+    assert sw.robustness("x", {0: nr, 1: nr}, [0, 1])["text"].startswith("not reproduced at 2/2")
+
+
+def test_tiny_sweep_records_each_seed_and_the_failure(client, tmp_path):
+    results = sw.sweep([PROBE], [0, 1], root=tmp_path, client=client, progress=False)
+    by_seed = {r["seed"]: r for r in results}
+    assert by_seed[0]["error"] is None
+    assert "00/sweep/seed-zero" in by_seed[1]["error"] or "AssertionError" in by_seed[1]["error"]
+    ids0 = {r["id"] for r in by_seed[0]["records"]}
+    ids1 = {r["id"]: r["verdict"] for r in by_seed[1]["records"]}
+    assert ids0 == {"00/sweep/always", "00/sweep/seed-zero", "00/sweep/after"}
+    assert ids1 == {"00/sweep/always": "pass", "00/sweep/seed-zero": "FAIL"}
+    assert all(r["seed"] == 1 for r in by_seed[1]["records"])
+
+    claims_dir = sw.sweep_dir("quick", tmp_path) / "claims"
+    assert sorted(p.name for p in (claims_dir / "00__sweep__always").iterdir()) == [
+        "seed-0.json",
+        "seed-1.json",
+    ]
+    table = sw.robustness_table("quick", tmp_path)
+    assert table["00/sweep/always"]["text"] == "seeds: 2/2"
+    assert table["00/sweep/seed-zero"]["text"] == "seeds: 1/2 (fails at 1)"
+    assert table["00/sweep/after"]["text"] == "seeds: 1/2 (not reached at 1)"
+
+
+def test_a_killed_worker_is_replaced_and_its_task_rerun(client):
+    fut = client.submit(sw.run_notebook, str(SLOW), 0, "quick", pure=False, key="slow-probe")
+    deadline = time.time() + 60
+    addr = None
+    while time.time() < deadline and addr is None:
+        addr = next((a for a, keys in client.processing().items() if keys), None)
+        time.sleep(0.1)
+    assert addr is not None, "the task never started"
+    time.sleep(1.5)  # the kernel is running the notebook now
+    pid = client.run(os.getpid, workers=[addr])[addr]
+    os.kill(pid, signal.SIGKILL)
+    res = fut.result(timeout=120)
+    assert res["error"] is None
+    assert [r["id"] for r in res["records"]] == ["00/sweep/slow"]
+    starts = client.marker.read_text().split()
+    assert len(starts) == 2, f"expected the notebook to start twice (killed, then rerun): {starts}"
