@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 JB     := $(VENV)/bin/jupyter-book build . --all -W -n --keep-going
 
-.PHONY: book test lint bench sweep venv chromium clean
+.PHONY: book test lint bench sweep chapter venv chromium clean
 .DEFAULT_GOAL := book
 
 # $(call timed,PHASE,COMMAND): run COMMAND; when it succeeds, record its wall time as PHASE in
@@ -50,6 +50,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check $(LINTED)
 	$(PY) -m lib.sphinxext.style check
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 # Each notebook runs once: under nbval (in parallel), whose outputs then fill the build's
 # execution cache, so the strict build that follows executes nothing a second time.
@@ -77,6 +78,11 @@ test: $(STAMP) chromium
 BENCH_REPEATS ?= 3
 bench: $(STAMP)
 	$(PY) benchmarks/budget.py --repeats $(BENCH_REPEATS) $(if $(CHAPTERS),--chapters $(CHAPTERS))
+
+# One chapter as a test, at any seed and scale, with its claim table printed at the end:
+#   make chapter CH=18 [NB=spectrum] [BOOK_SEED=5] [BOOK_SCALE=full]
+chapter: $(STAMP)
+	$(PY) -m lib.sphinxext.chapter "$(CH)" "$(NB)"
 
 # Claims across seeds, on Dask (outside the gate): every (notebook, seed) pair is one task.
 # SEEDS=0-9 (a range or a list), CHAPTERS=01,07 (default: all), BOOK_SCALE as usual;

@@ -19,6 +19,7 @@ import pytest
 
 pytestmark = pytest.mark.binder
 ROOT = Path(__file__).resolve().parents[1]
+BINDER = ROOT / "binder"
 CHAPTER_MD = "book/07-q-learning-pd2z/theory.md"
 TOKEN = "book-binder-test"
 
@@ -160,13 +161,34 @@ def test_chapter_runs_clean_in_a_server_kernel(server):
 
 def test_postbuild_makes_md_open_as_notebook(tmp_path):
     env = dict(os.environ, JUPYTER_SETTINGS_OVERRIDES_DIR=str(tmp_path))
-    subprocess.run(["bash", str(ROOT / "postBuild")], check=True, env=env, capture_output=True)
+    subprocess.run(["bash", str(BINDER / "postBuild")], check=True, env=env, capture_output=True)
     overrides = json.loads((tmp_path / "overrides.json").read_text())
     viewers = overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]
     assert viewers["markdown"] == viewers["myst"] == "Jupytext Notebook"
 
 
+def _pins(text: str) -> list[str]:
+    return [
+        line.strip()
+        for line in text.splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+
+
 def test_binder_environment_files():
-    req = (ROOT / "requirements.txt").read_text()
-    assert "jupytext" in req and "-e ." in req
-    assert (ROOT / "runtime.txt").read_text().strip().startswith("python-3")
+    """repo2docker reads binder/ (and then ignores the root): a CPU-only torch, and every other
+    pin identical to requirements.txt."""
+    req = _pins((ROOT / "requirements.txt").read_text())
+    binder = _pins((BINDER / "requirements.txt").read_text())
+    assert "jupytext" in " ".join(req) and "-e ." in req
+    cpu_index = "--extra-index-url https://download.pytorch.org/whl/cpu"
+    assert cpu_index in binder
+    torch_root = [p for p in req if p.startswith("torch==")]
+    torch_binder = [p for p in binder if p.startswith("torch==")]
+    assert len(torch_root) == 1 and torch_binder == [torch_root[0] + "+cpu"]
+    rest = [p for p in binder if p != cpu_index and not p.startswith("torch==")]
+    assert rest == [p for p in req if not p.startswith("torch==")]
+    assert (BINDER / "runtime.txt").read_text().strip().startswith("python-3")
+    assert not (ROOT / "postBuild").exists() and not (ROOT / "runtime.txt").exists(), (
+        "repo2docker ignores root-level config when binder/ exists: keep it in binder/ only"
+    )

@@ -133,6 +133,13 @@ VISIBLE_TEXT_JS = """() => {
 }"""
 
 
+# A TAB in place of "\t" leaves "imes" (\times) or "ext{" (\text{) behind; "\n" eats "\nabla".
+LOST_BACKSLASH_TEXT = (r"\bimes\b", r"(?<![A-Za-z])ext\{", r"\babla\b")
+LOST_BACKSLASH_MATH = (r"(?<![tT])imes", r"(?<![tT])ext\{", r"(?<![nN])abla")
+MATH_TEXT_JS = """() => Array.from(document.querySelectorAll('main mjx-assistive-mml, main .math'))
+  .map(e => e.textContent).join(' ')"""
+
+
 def check_page(browser, site, docname) -> list[str]:
     problems = []
     page, errors = open_page(browser, f"{site}/{docname}.html")
@@ -149,6 +156,14 @@ def check_page(browser, site, docname) -> list[str]:
         for raw in ("$$", "\\begin{", "\\(", "\\["):
             if raw in text:
                 problems.append(f"raw math {raw!r} visible")
+        # -- MathJax errors, and the traces of a lost backslash (\t of \times or \text eaten)
+        n_err = page.locator("main mjx-merror").count()
+        if n_err:
+            problems.append(f"{n_err} MathJax error nodes (mjx-merror)")
+        math_text = page.evaluate(MATH_TEXT_JS)
+        traces = [t for t in LOST_BACKSLASH_TEXT if re.search(t, text)]
+        traces += [t for t in LOST_BACKSLASH_MATH if re.search(t, math_text)]
+        problems += [f"text matching {t!r} left by a lost backslash" for t in traces]
         # -- images: every <img> loaded
         broken = page.evaluate("""() => Array.from(document.querySelectorAll('main img'))
             .filter(i => !(i.complete && i.naturalWidth > 0)).map(i => i.getAttribute('src'))""")

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 from docutils import nodes
-from docutils.parsers.rst import Directive
+from docutils.parsers.rst import Directive, directives
 
 from lib.records import BUILD, ROOT
 
@@ -78,12 +78,16 @@ def _table(headers, rows, classes):
 
 
 class BudgetTable(Directive):
+    """``:source: auto`` (default: ``make bench`` results if any, else this build's nbval times)
+    or ``build`` (always this build's execution times)."""
+
     has_content = False
+    option_spec = {"source": lambda x: directives.choice(x, ("auto", "build"))}
 
     def run(self):
         env = self.state.document.settings.env
         env.note_reread()  # the numbers change without the page changing
-        bench = _bench_times()
+        bench = _bench_times() if self.options.get("source", "auto") == "auto" else None
         if bench is not None:
             times, how = bench
         else:
