@@ -199,6 +199,7 @@ class ClaimResult:
     n_failing: int
     kind: str = EVIDENCE
     note: str = ""
+    finding: str = ""
     scale: str = "quick"
     seed: int = 0
     extra: dict = field(default_factory=dict)
@@ -227,6 +228,7 @@ class ClaimResult:
             "n_values": self.n_values,
             "n_failing": self.n_failing,
             "note": self.note,
+            "finding": self.finding,
             "scale": self.scale,
             "seed": self.seed,
         }
@@ -318,6 +320,7 @@ def claim(
     *,
     kind: str | None = None,
     not_reproduced: str | None = None,
+    finding: str | None = None,
     display: bool = True,
 ) -> ClaimResult:
     """Check one claim, show it, record it for the ledger, and raise if it fails.
@@ -343,6 +346,11 @@ def claim(
     not_reproduced : str, optional
         ``"because ..."``: mark the claim as not reproduced at this scale. It is
         then recorded with verdict ``not reproduced`` and does not raise.
+    finding : str, optional
+        One paragraph for the book's findings page: where this claim shows that our derivation
+        or measurement contradicts or qualifies the paper's statement as we paraphrased it
+        (e.g. "Theorem 3.6 as paraphrased is false: ..."). It is shown there with a link to
+        the claim, so the page is generated from the records and cannot drift.
 
     Returns
     -------
@@ -365,6 +373,8 @@ def claim(
             f"criterion must be a lib.claims criterion (within/above/below/close_to), "
             f"got {type(criterion).__name__}"
         )
+    if finding is not None and (not isinstance(finding, str) or not finding.strip()):
+        raise ValueError("finding must be a non-empty paragraph when given")
     if not_reproduced is not None and (
         not isinstance(not_reproduced, str) or not not_reproduced.strip()
     ):
@@ -397,6 +407,7 @@ def claim(
         n_failing=n_fail,
         kind=kind,
         note=note,
+        finding=(finding or "").strip(),
         scale=_scale.scale_name(),
         seed=_seed.book_seed(),
     )

@@ -53,6 +53,7 @@ RECORD_FIELDS = (
     "n_values",
     "n_failing",
     "note",
+    "finding",
     "scale",
     "seed",
 )
@@ -116,6 +117,7 @@ def load_records(folder: str | os.PathLike | None = None) -> list[dict]:
         except (OSError, json.JSONDecodeError):
             continue
         rec.setdefault("kind", "")
+        rec.setdefault("finding", "")
         records.append(rec)
     return sorted(records, key=lambda r: r.get("id", ""))
 

@@ -255,3 +255,62 @@ def test_figures_are_opaque_on_white():
         assert alpha.getextrema()[0] == 255, f"{png.name} has transparent pixels"
         corner = img.getpixel((1, 1))[:3]
         assert min(corner) >= 250, f"{png.name} corner is {corner}, not white"
+
+
+LEDGER_CHECK_JS = """() => {
+  document.querySelectorAll('details.ledger-chapter').forEach(d => { d.open = true; });
+  const w = window.innerWidth;
+  const badges = Array.from(document.querySelectorAll('.ledger-table .ledger-badge'));
+  const hidden = badges.filter(b => {
+    const r = b.getBoundingClientRect();
+    return !(r.width > 0 && r.height > 0 && r.left >= 0 && r.right <= w);
+  }).map(b => b.closest('tr').querySelector('code').textContent);
+  return {n: badges.length, hidden: hidden,
+          pageWidth: document.documentElement.scrollWidth, viewport: w};
+}"""
+
+
+@pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_ledger_is_readable(browser, site, viewport):
+    """Every verdict badge visible without scrolling the page sideways; the filter works;
+    the downloads hold the same records; a screenshot of each viewport is saved."""
+    width, height = viewport
+    page = browser.new_page(viewport={"width": width, "height": height})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{site}/book/ledger.html", wait_until="load")
+        records = page.request.get(f"{site}/_static/ledger.json").json()
+        csv_text = page.request.get(f"{site}/_static/ledger.csv").text()
+        state = page.evaluate(LEDGER_CHECK_JS)
+        assert state["n"] == len(records) > 0
+        assert not state["hidden"], (
+            f"verdict badges off screen at {viewport}: {state['hidden'][:5]}"
+        )
+        assert state["pageWidth"] <= width + 1, f"the page scrolls sideways: {state}"
+        assert len(csv_text.strip().splitlines()) == len(records) + 1
+        out = ROOT / "_build" / "screenshots"
+        out.mkdir(parents=True, exist_ok=True)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=str(out / f"ledger-{width}x{height}.png"), full_page=False)
+        page.locator("details.ledger-chapter").first.scroll_into_view_if_needed()
+        page.screenshot(path=str(out / f"ledger-{width}x{height}-tables.png"), full_page=False)
+        # the filter: one claim id leaves exactly one row; a verdict filter leaves only it
+        target = records[0]["id"]
+        page.fill("#ledger-q", target)
+        rows = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.ledger-table tbody tr'))"
+            ".filter(tr => !tr.hidden).map(tr => tr.querySelector('code').textContent)"
+        )
+        assert target in rows and all(target in r for r in rows)
+        page.fill("#ledger-q", "")
+        page.select_option("#ledger-verdict", "not reproduced")
+        verdicts = page.evaluate(
+            "() => Array.from(document.querySelectorAll('.ledger-table tbody tr'))"
+            ".filter(tr => !tr.hidden).map(tr => tr.dataset.verdict)"
+        )
+        expected = sum(r["verdict"] == "not reproduced" for r in records)
+        assert len(verdicts) == expected and set(verdicts) <= {"not reproduced"}
+    finally:
+        page.close()
+    assert not errors, errors

@@ -13,6 +13,7 @@ Records, verdicts, kinds and the row marker come from :mod:`lib.records`.
 
 from __future__ import annotations
 
+import html
 import re
 
 from docutils import nodes
@@ -25,6 +26,7 @@ from lib.records import (
     KINDS,
     NOT_REPRODUCED,
     PASS,
+    RECORD_FIELDS,
     ROW_RE,
     SANITY,
     load_records,
@@ -59,6 +61,14 @@ class ClaimsLedger(Directive):
 
 class ClaimsStatus(ClaimsLedger):
     node_class = status_placeholder
+
+
+class findings_placeholder(nodes.General, nodes.Element):
+    """Replaced by the findings (claims with a ``finding`` note) in ``doctree-resolved``."""
+
+
+class ClaimsFindings(ClaimsLedger):
+    node_class = findings_placeholder
 
 
 def status_text(recs: list[dict]) -> str:
@@ -111,16 +121,190 @@ def _always_outdated(app, env, added, changed, removed):
     return sorted(d for d in getattr(env, "claims_ledger_docs", set()) if d in env.found_docs)
 
 
-def _row(cells):
-    row = nodes.row()
-    for cell in cells:
-        entry = nodes.entry()
-        if isinstance(cell, nodes.Node):
-            entry += nodes.paragraph("", "", cell)
+def _esc(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _chapter_titles(app) -> dict[str, tuple[str, str]]:
+    """``{"07": (docname of the chapter's index, its title)}``."""
+    out = {}
+    for docname in app.env.found_docs:
+        m = re.match(r"book/(\d\d)-[^/]+/index$", docname)
+        if m and docname in app.env.titles:
+            out[m.group(1)] = (docname, app.env.titles[docname].astext())
+    return out
+
+
+def _href(app, fromdocname, docname) -> str:
+    return app.builder.get_relative_uri(fromdocname, docname)
+
+
+def _static(fromdocname, name) -> str:
+    return "../" * fromdocname.count("/") + f"_static/{name}"
+
+
+def _badge(verdict: str) -> str:
+    slug = verdict.replace(" ", "-").lower()
+    return f'<span class="ledger-badge ledger-{_esc(slug)}">{_esc(verdict)}</span>'
+
+
+def _rows_html(app, fromdocname, recs, robust, with_chapter) -> str:
+    locations = getattr(app.env, "claims_locations", {})
+    heads = ["verdict", "kind", "claim id", "claim", "measured", "criterion", "seeds", "checked in"]
+    if with_chapter:
+        heads.insert(3, "ch.")
+    out = ['<div class="ledger-scroll"><table class="ledger-table claims-ledger"><thead><tr>']
+    out += [f"<th>{h}</th>" for h in heads]
+    out.append("</tr></thead><tbody>")
+    for rec in recs:
+        verdict, kind = rec.get("verdict", "?"), rec.get("kind") or "?"
+        docname = locations.get(rec["id"])
+        if docname is not None:
+            title = app.env.titles[docname].astext() if docname in app.env.titles else docname
+            where = f'<a href="{_esc(_href(app, fromdocname, docname))}">{_esc(title)}</a>'
         else:
-            entry += nodes.paragraph(text=str(cell))
-        row += entry
-    return row
+            where = "(not shown on any page)"
+        note = rec.get("note") or ""
+        statement = _esc(rec.get("statement", "")) + (
+            f'<br><span class="ledger-note">{_esc(note)}</span>' if note else ""
+        )
+        cells = [
+            _badge(verdict),
+            f'<span class="ledger-kind ledger-kind-{_esc(kind)}">{_esc(kind)}</span>',
+            f"<code>{_esc(rec['id'])}</code>",
+            statement,
+            _esc(rec.get("measured_text", "")),
+            _esc(rec.get("criterion", "")),
+            _esc(robust.get(rec["id"], {}).get("text", "not swept")),
+            where,
+        ]
+        if with_chapter:
+            cells.insert(3, _esc(rec.get("chapter", "")))
+        search = " ".join([rec["id"], rec.get("statement", ""), note, verdict, kind]).lower()
+        out.append(
+            f'<tr data-verdict="{_esc(verdict)}" data-kind="{_esc(kind)}" '
+            f'data-search="{_esc(search)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+        )
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _counts(recs) -> dict[str, int]:
+    ev = [r for r in recs if r.get("kind") == EVIDENCE]
+    return {
+        "evidence pass": sum(r.get("verdict") == PASS for r in ev),
+        "evidence not reproduced": sum(r.get("verdict") == NOT_REPRODUCED for r in ev),
+        "consistency": sum(r.get("kind") == CONSISTENCY for r in recs),
+        "sanity": sum(r.get("kind") == SANITY for r in recs),
+        "FAIL": sum(r.get("verdict") == FAIL for r in recs),
+    }
+
+
+SEGMENTS = (
+    ("evidence pass", "#1a7f37"),
+    ("evidence not reproduced", "#bf8700"),
+    ("consistency", "#0969da"),
+    ("sanity", "#8c959f"),
+    ("FAIL", "#cf222e"),
+)
+
+
+def _figure_svg(by_chapter: dict[str, list[dict]]) -> str:
+    """A horizontal stacked bar per chapter: its claims by kind, evidence split by verdict."""
+    chapters = sorted(by_chapter)
+    top = max((len(v) for v in by_chapter.values()), default=1)
+    row, left, width = 22, 34, 520
+    height = row * len(chapters) + 8
+    parts = [
+        f'<svg class="ledger-figure-svg" viewBox="0 0 {left + width + 40} {height}" '
+        'role="img" aria-label="claims per chapter by verdict and kind" '
+        'xmlns="http://www.w3.org/2000/svg">'
+    ]
+    for k, ch in enumerate(chapters):
+        y = 4 + k * row
+        parts.append(f'<text x="0" y="{y + 14}" font-size="12">{_esc(ch)}</text>')
+        x = float(left)
+        counts = _counts(by_chapter[ch])
+        for name, colour in SEGMENTS:
+            w = width * counts[name] / top
+            if w > 0:
+                parts.append(
+                    f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="{row - 6}" '
+                    f'fill="{colour}"><title>{_esc(ch)}: {counts[name]} {name}</title></rect>'
+                )
+            x += w
+        parts.append(
+            f'<text x="{x + 4:.1f}" y="{y + 14}" font-size="11">{len(by_chapter[ch])}</text>'
+        )
+    parts.append("</svg>")
+    legend = " ".join(
+        f'<span class="ledger-swatch" style="background:{c}"></span>{_esc(n)}' for n, c in SEGMENTS
+    )
+    return (
+        '<figure class="ledger-figure">' + "".join(parts) + "<figcaption>Claims of each "
+        "chapter, by kind, with evidence split by verdict. Only evidence counts towards a "
+        f"chapter's reproduction status. {legend}</figcaption></figure>"
+    )
+
+
+def _overview_html(app, fromdocname, by_chapter) -> str:
+    titles = _chapter_titles(app)
+    heads = ["chapter", "evidence: pass", "evidence: not reproduced", "consistency", "sanity"]
+    out = ['<div class="ledger-scroll"><table class="ledger-overview"><thead><tr>']
+    out += [f"<th>{h}</th>" for h in heads] + ["</tr></thead><tbody>"]
+    for ch in sorted(by_chapter):
+        c = _counts(by_chapter[ch])
+        doc, title = titles.get(ch, (None, ch))
+        name = f'<a href="#ledger-{ch}">{_esc(title)}</a>'
+        out.append(
+            f"<tr><td>{name}</td><td>{c['evidence pass']}</td>"
+            f"<td>{c['evidence not reproduced']}</td><td>{c['consistency']}</td>"
+            f"<td>{c['sanity']}</td></tr>"
+        )
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _filter_html(fromdocname) -> str:
+    opts_v = "".join(f'<option value="{v}">{v}</option>' for v in (PASS, NOT_REPRODUCED, FAIL))
+    opts_k = "".join(f'<option value="{k}">{k}</option>' for k in KINDS)
+    return (
+        '<div class="ledger-filter" role="search">'
+        '<input type="search" id="ledger-q" placeholder="filter: text or claim id" '
+        'aria-label="filter claims by text">'
+        '<select id="ledger-verdict" aria-label="verdict"><option value="">any verdict</option>'
+        f"{opts_v}</select>"
+        '<select id="ledger-kind" aria-label="kind"><option value="">any kind</option>'
+        f"{opts_k}</select>"
+        '<span id="ledger-count" aria-live="polite"></span>'
+        f'<span class="ledger-downloads">download: <a href="{_static(fromdocname, "ledger.json")}"'
+        f' download>ledger.json</a> · <a href="{_static(fromdocname, "ledger.csv")}" download>'
+        "ledger.csv</a></span></div>"
+    )
+
+
+def _sweep_note(recs, robust) -> str:
+    """Above the tables: which claims fail at some swept seed (or that nothing was swept)."""
+    ids = {r["id"] for r in recs}
+    swept = {cid: r for cid, r in robust.items() if cid in ids}
+    if not swept:
+        return (
+            '<p class="ledger-sweep">Seeds column: no seed sweep for this scale in this build '
+            "tree (<code>make sweep SEEDS=0-9</code> runs one), so every row says "
+            "“not swept”.</p>"
+        )
+    failing = sorted(cid for cid, r in swept.items() if r["failing"])
+    n = max(r["n"] for r in swept.values())
+    if not failing:
+        return (
+            f'<p class="ledger-sweep">Seeds column: every swept claim holds at every swept seed '
+            f"(up to {n} seeds).</p>"
+        )
+    items = "".join(f"<li><code>{_esc(c)}</code>: {_esc(swept[c]['text'])}</li>" for c in failing)
+    return (
+        f'<div class="ledger-sweep ledger-sweep-fail"><p>Claims that fail at some swept seed '
+        f"({len(failing)}):</p><ul>{items}</ul></div>"
+    )
 
 
 def _robustness(records) -> dict[str, dict]:
@@ -133,87 +317,80 @@ def _robustness(records) -> dict[str, dict]:
     return robustness_table(scales.pop())
 
 
-def _sweep_note(recs, robust, chapter) -> nodes.Node:
-    """Above the table: which claims fail at some swept seed (or that nothing was swept)."""
-    ids = {r["id"] for r in recs}
-    swept = {cid: r for cid, r in robust.items() if cid in ids}
-    if not swept:
-        return nodes.paragraph(
-            text="Seeds column: no seed sweep for this scale in this build tree "
-            '(`make sweep SEEDS=0-9` runs one), so every row says "not swept".'
+def ledger_html(app, fromdocname, records, chapter, robust) -> str:
+    recs = [r for r in records if not chapter or r.get("chapter") == chapter]
+    counts = {v: sum(r.get("verdict") == v for r in recs) for v in (PASS, FAIL, NOT_REPRODUCED)}
+    scales = sorted({r.get("scale", "?") for r in recs})
+    seeds = sorted({str(r.get("seed", "?")) for r in recs})
+    summary = (
+        f'<p class="ledger-summary">{len(recs)} claim checks: {counts[PASS]} pass, '
+        f"{counts[FAIL]} fail, {counts[NOT_REPRODUCED]} not reproduced (scale "
+        f"{_esc(', '.join(scales))}; BOOK_SEED {_esc(', '.join(seeds))}). "
+        f"{_esc(status_text(recs))}</p>"
+    )
+    if chapter:
+        return (
+            '<div class="claims-ledger ledger-chapter-table">'
+            + summary
+            + _sweep_note(recs, robust)
+            + _rows_html(app, fromdocname, recs, robust, with_chapter=False)
+            + "</div>"
         )
-    failing = sorted(cid for cid, r in swept.items() if r["failing"])
-    n = max(r["n"] for r in swept.values())
-    if not failing:
-        return nodes.paragraph(
-            text=f"Seeds column: every swept claim holds at every swept seed (up to {n} seeds)."
+    by_chapter: dict[str, list[dict]] = {}
+    for r in recs:
+        by_chapter.setdefault(r.get("chapter", "?"), []).append(r)
+    titles = _chapter_titles(app)
+    sections = []
+    for ch in sorted(by_chapter):
+        c = _counts(by_chapter[ch])
+        _, title = titles.get(ch, (None, f"Chapter {ch}"))
+        head = (
+            f"{_esc(title)} <small>{len(by_chapter[ch])} claims; evidence: "
+            f"{c['evidence pass']} pass, {c['evidence not reproduced']} not reproduced</small>"
         )
-    para = nodes.paragraph(text=f"Claims that fail at some swept seed ({len(failing)}): ")
-    for k, cid in enumerate(failing):
-        if k:
-            para += nodes.Text("; ")
-        para += nodes.literal(text=cid)
-        para += nodes.Text(f" ({swept[cid]['text']})")
-    return para
+        sections.append(
+            f'<details class="ledger-chapter" id="ledger-{ch}" data-chapter="{ch}">'
+            f"<summary>{head}</summary>"
+            + _rows_html(app, fromdocname, by_chapter[ch], robust, with_chapter=False)
+            + "</details>"
+        )
+    return (
+        '<div class="claims-ledger ledger-book">'
+        + summary
+        + _figure_svg(by_chapter)
+        + _overview_html(app, fromdocname, by_chapter)
+        + _sweep_note(recs, robust)
+        + _filter_html(fromdocname)
+        + "".join(sections)
+        + "</div>"
+    )
 
 
-def _table(app, fromdocname, records, with_chapter, robust):
-    headers = [
-        "id",
-        "kind",
-        "claim",
-        "chapter",
-        "checked in",
-        "measured",
-        "criterion",
-        "seeds",
-        "verdict",
-    ]
-    if not with_chapter:
-        headers.remove("chapter")
-    table = nodes.table(classes=["claims-ledger"])
-    tgroup = nodes.tgroup(cols=len(headers))
-    table += tgroup
-    for _ in headers:
-        tgroup += nodes.colspec(colwidth=1)
-    thead = nodes.thead()
-    thead += _row(headers)
-    tgroup += thead
-    tbody = nodes.tbody()
+def findings_html(app, fromdocname, records) -> str:
+    """One paragraph per claim that carries a finding, linked to the page that checks it."""
     locations = getattr(app.env, "claims_locations", {})
-    for rec in records:
-        docname = locations.get(rec["id"])
-        if docname is not None:
-            ref = nodes.reference(
-                "", "", internal=True, refuri=app.builder.get_relative_uri(fromdocname, docname)
+    titles = _chapter_titles(app)
+    items = [r for r in records if r.get("finding")]
+    if not items:
+        return "<p>No claim in this build records a finding.</p>"
+    out = []
+    for ch in sorted({r["chapter"] for r in items}):
+        _, title = titles.get(ch, (None, f"Chapter {ch}"))
+        out.append(f'<h2 class="findings-chapter">{_esc(title)}</h2>')
+        for r in (r for r in items if r["chapter"] == ch):
+            docname = locations.get(r["id"])
+            link = (
+                f' <a href="{_esc(_href(app, fromdocname, docname))}">'
+                f"checked in {_esc(app.env.titles[docname].astext())}</a>"
+                if docname in getattr(app.env, "titles", {})
+                else ""
             )
-            ref += nodes.Text(
-                app.env.titles[docname].astext() if docname in app.env.titles else docname
+            out.append(
+                f'<div class="finding"><p>{_esc(r["finding"])}</p><p class="finding-claim">'
+                f"{_badge(r['verdict'])} <code>{_esc(r['id'])}</code> ({_esc(r.get('kind'))})"
+                f"{link}</p></div>"
             )
-            where = ref
-        else:
-            where = "(not shown on any page)"
-        verdict = rec.get("verdict", "?")
-        note = rec.get("note") or ""
-        verdict_node = nodes.strong(
-            text=verdict, classes=[f"claim-{verdict.replace(' ', '-').lower()}"]
-        )
-        cells = [
-            nodes.literal(text=rec["id"]),
-            rec.get("kind") or "?",
-            rec.get("statement", "") + (f" — {note}" if note else ""),
-            rec.get("chapter", ""),
-            where,
-            rec.get("measured_text", ""),
-            rec.get("criterion", ""),
-            robust.get(rec["id"], {}).get("text", "not swept"),
-            verdict_node,
-        ]
-        if not with_chapter:
-            del cells[3]
-        tbody += _row(cells)
-    tgroup += tbody
-    return table
+    return "".join(out)
 
 
 def _resolve(app, doctree, fromdocname):
@@ -221,50 +398,60 @@ def _resolve(app, doctree, fromdocname):
     for node in list(doctree.findall(status_placeholder)):
         chapter = node["chapter"]
         recs = [r for r in records if not chapter or r.get("chapter") == chapter]
-        if recs:
-            node.replace_self(nodes.paragraph(text=status_text(recs)))
-        else:
-            node.replace_self(
-                nodes.paragraph(
-                    text="Reproduction status: no claim records in "
-                    "this build tree yet (run `make book`)."
-                )
-            )
+        text = (
+            status_text(recs)
+            if recs
+            else "Reproduction status: no claim records in this build tree yet (run `make book`)."
+        )
+        node.replace_self(nodes.paragraph(text=text))
+    for node in list(doctree.findall(findings_placeholder)):
+        node.replace_self(nodes.raw("", findings_html(app, fromdocname, records), format="html"))
     robust = None
     for node in list(doctree.findall(ledger_placeholder)):
-        if robust is None:
-            robust = _robustness(records)
         chapter = node["chapter"]
-        recs = [r for r in records if not chapter or r.get("chapter") == chapter]
-        counts = {v: sum(r.get("verdict") == v for r in recs) for v in (PASS, FAIL, NOT_REPRODUCED)}
-        if recs:
-            scales = sorted({r.get("scale", "?") for r in recs})
-            seeds = sorted({str(r.get("seed", "?")) for r in recs})
-            summary = nodes.paragraph(
-                text=(
-                    f"{len(recs)} claim checks: {counts[PASS]} pass, {counts[FAIL]} fail, "
-                    f"{counts[NOT_REPRODUCED]} not reproduced (scale {', '.join(scales)}; "
-                    f"BOOK_SEED {', '.join(seeds)}). {status_text(recs)}"
-                )
-            )
-            table = _table(app, fromdocname, recs, with_chapter=not chapter, robust=robust)
-            node.replace_self([summary, _sweep_note(recs, robust, chapter), table])
-        else:
+        if not [r for r in records if not chapter or r.get("chapter") == chapter]:
             node.replace_self(
                 nodes.paragraph(
-                    text=(
-                        "No claim records were found: the notebooks have not been executed "
-                        "in this build tree yet (run `make book` or `make test`)."
-                    )
+                    text="No claim records were found: the notebooks have not been executed "
+                    "in this build tree yet (run `make book` or `make test`)."
                 )
             )
+            continue
+        if robust is None:
+            robust = _robustness(records)
+        html_text = ledger_html(app, fromdocname, records, chapter, robust)
+        node.replace_self(nodes.raw("", html_text, format="html"))
+
+
+def _write_downloads(app, exception):
+    """``_static/ledger.json`` and ``_static/ledger.csv``: the same records as the page."""
+    if exception is not None or app.builder.format != "html":
+        return
+    import csv
+    import json
+    from pathlib import Path
+
+    records = load_records()
+    robust = _robustness(records) if records else {}
+    static = Path(app.outdir) / "_static"
+    static.mkdir(exist_ok=True)
+    rows = [dict(r, seeds=robust.get(r["id"], {}).get("text", "not swept")) for r in records]
+    (static / "ledger.json").write_text(json.dumps(rows, indent=1))
+    fields = [f for f in RECORD_FIELDS if f != "measured"] + ["seeds"]
+    with open(static / "ledger.csv", "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def setup(app):
     app.add_node(ledger_placeholder)
     app.add_node(status_placeholder)
+    app.add_node(findings_placeholder)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("claims-status", ClaimsStatus)
+    app.add_directive("claims-findings", ClaimsFindings)
+    app.connect("build-finished", _write_downloads)
     app.connect("doctree-read", _collect_locations)
     app.connect("env-purge-doc", _purge)
     app.connect("env-merge-info", _merge)
