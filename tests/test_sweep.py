@@ -26,7 +26,7 @@ def client(tmp_path_factory):
     marker = tmp_path_factory.mktemp("sweep") / "runs.txt"
     os.environ["SWEEP_TEST_MARKER"] = str(marker)  # inherited by the workers and their kernels
     cluster = distributed.LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     )
     c = distributed.Client(cluster)
     c.marker = marker
@@ -77,18 +77,20 @@ def test_tiny_sweep_records_each_seed_and_the_failure(client, tmp_path):
 
 
 def test_a_killed_worker_is_replaced_and_its_task_rerun(client):
+    marker = client.marker
+    marker.write_text("")
     fut = client.submit(sw.run_notebook, str(SLOW), 0, "quick", pure=False, key="slow-probe")
-    deadline = time.time() + 60
-    addr = None
-    while time.time() < deadline and addr is None:
-        addr = next((a for a, keys in client.processing().items() if keys), None)
+    # wait until the notebook is running (its first line written), then kill its worker
+    deadline = time.time() + 120
+    while time.time() < deadline and not marker.read_text().split():
         time.sleep(0.1)
-    assert addr is not None, "the task never started"
-    time.sleep(1.5)  # the kernel is running the notebook now
+    assert marker.read_text().split(), "the notebook never started"
+    addr = next((a for a, keys in client.processing().items() if keys), None)
+    assert addr is not None, "no worker is processing the task"
     pid = client.run(os.getpid, workers=[addr])[addr]
     os.kill(pid, signal.SIGKILL)
-    res = fut.result(timeout=120)
+    res = fut.result(timeout=240)
     assert res["error"] is None
     assert [r["id"] for r in res["records"]] == ["00/sweep/slow"]
-    starts = client.marker.read_text().split()
+    starts = marker.read_text().split()
     assert len(starts) == 2, f"expected the notebook to start twice (killed, then rerun): {starts}"

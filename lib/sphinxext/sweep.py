@@ -97,12 +97,8 @@ def _client(scheduler: str | None, n_tasks: int):
     if scheduler:
         return Client(scheduler)
     n = max(1, min(os.cpu_count() or 1, n_tasks))
-    cluster = LocalCluster(
-        n_workers=n,
-        threads_per_worker=1,
-        processes=True,
-        dashboard_address=None,
-    )
+    # the dashboard (if its dependencies are installed) on :8787, or a free port
+    cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True)
     return Client(cluster)
 
 
