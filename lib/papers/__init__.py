@@ -4,6 +4,7 @@
 module                         chapter folder
 =============================  ==============================================
 ``grpo_offpolicy`` (package)   ``book/01-grpo-off-policy/``
+``coalition_eq``               ``book/02-coalition-equilibrium/``
 ``coarse_gaussian``            ``book/03-coarse-gaussian-mean/``
 ``dp_iv``                      ``book/04-dp-iv-regression/``
 ``qlearning_d2z``              ``book/07-q-learning-pd2z/``

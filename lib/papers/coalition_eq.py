@@ -1,0 +1,712 @@
+r"""Coalition-robust equilibrium: MASE, its LP, FTPL on the meta-game, and the tree DP (ch. 02).
+
+Paper: M. Liu, G. Farina, A. Ozdaglar, *Computing Equilibrium beyond Unilateral Deviation*,
+ICLR 2026 (OpenReview ``XXNexSaay2``; extended version arXiv:2604.28186).
+
+Chapter folder: ``book/02-coalition-equilibrium/``.
+
+A coalition :math:`S` deviates *coarsely* to a fixed joint action :math:`\hat a_S`; its average
+gain against a correlated strategy :math:`\pi\in\Delta(\mathcal A)` is
+
+.. math::
+    g_{S,\hat a_S}(\pi)=\frac1{|S|}\sum_{i\in S}\mathbb E_{a\sim\pi}
+    \big[U_i(\hat a_S,a_{-S})-U_i(a)\big],
+
+and a MASE minimises :math:`\Phi(\pi)=\max_{S,\hat a_S}g_{S,\hat a_S}(\pi)`. Stacking the gains
+as rows of a matrix :math:`M` (one row per deviation, one column per joint action) gives
+:math:`\Phi(\pi)=\max_d(M\pi)_d`, so MASE is the LP :math:`\min z` s.t. :math:`M\pi\le z`,
+:math:`\pi\in\Delta`.
+
+Joint actions are indexed in C order (``numpy.ravel_multi_index`` over the action counts).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+
+import networkx as nx
+import numpy as np
+from networkx.algorithms import approximation as nx_approx
+from scipy.optimize import linprog
+
+from lib.validate import check_generator, positive, positive_int, real, real_array
+
+__all__ = [
+    "NormalFormGame",
+    "PolymatrixGame",
+    "prisoners_dilemma",
+    "stag_hunt",
+    "chicken",
+    "random_normal_form",
+    "random_polymatrix",
+    "coalitions",
+    "deviation_matrix",
+    "mase_lp",
+    "phi",
+    "gain_variant",
+    "exploitability",
+    "welfare",
+    "ewf_lp",
+    "weighted_mase",
+    "ftpl_meta",
+    "hedge_selfplay",
+    "utility_dependency_graph",
+    "tree_decomposition",
+    "min_sum_dp",
+    "brute_force_min",
+    "correlator_tables",
+]
+
+
+# --------------------------------------------------------------------------- games
+class NormalFormGame:
+    r"""A finite game in normal form.
+
+    Parameters
+    ----------
+    U : array_like, shape ``(A_1, ..., A_N, N)``
+        ``U[a_1, ..., a_N, i]`` is :math:`U_i(a)\in[0,1]`.
+    """
+
+    def __init__(self, U):
+        U = real_array(U, "U")
+        if U.ndim < 2:
+            raise ValueError(f"U must have shape (A_1, ..., A_N, N), got {U.shape}")
+        n = U.ndim - 1
+        if U.shape[-1] != n:
+            raise ValueError(
+                f"U must have a last axis of length N = {n} (one utility per player), "
+                f"got shape {U.shape}"
+            )
+        if np.any(U < 0) or np.any(U > 1):
+            raise ValueError("U must take values in [0, 1]")
+        self.U = U
+        self.N = n
+        self.actions = U.shape[:-1]
+
+    @property
+    def n_joint(self) -> int:
+        """Number of joint actions :math:`|\\mathcal A|`."""
+        return int(np.prod(self.actions))
+
+    def joint(self, index: int) -> tuple[int, ...]:
+        """The joint action with flat index ``index``."""
+        return tuple(int(x) for x in np.unravel_index(index, self.actions))
+
+    def index(self, a: Sequence[int]) -> int:
+        """Flat index of the joint action ``a``."""
+        return int(np.ravel_multi_index(tuple(a), self.actions))
+
+
+def prisoners_dilemma() -> NormalFormGame:
+    """PD with :math:`(R,S,T,P)=(0.6,0,1,0.2)`; action 0 = C, 1 = D."""
+    r, s, t, p = 0.6, 0.0, 1.0, 0.2
+    return NormalFormGame([[[r, r], [s, t]], [[t, s], [p, p]]])
+
+
+def stag_hunt() -> NormalFormGame:
+    """Stag Hunt: SS=(1,1), SH=(0,0.6), HS=(0.6,0), HH=(0.6,0.6); action 0 = S, 1 = H."""
+    return NormalFormGame([[[1, 1], [0, 0.6]], [[0.6, 0], [0.6, 0.6]]])
+
+
+def chicken() -> NormalFormGame:
+    """Chicken: swerve/swerve (0.7,0.7), swerve/dare (0.3,1), dare/dare (0,0); 0 = swerve."""
+    return NormalFormGame([[[0.7, 0.7], [0.3, 1]], [[1, 0.3], [0, 0]]])
+
+
+def random_normal_form(n_players: int, n_actions: int, rng) -> NormalFormGame:
+    """Utilities i.i.d. uniform on [0, 1]."""
+    n = positive_int(n_players, "n_players")
+    a = positive_int(n_actions, "n_actions")
+    check_generator(rng)
+    return NormalFormGame(rng.uniform(size=(a,) * n + (n,)))
+
+
+class PolymatrixGame:
+    r"""A polymatrix game :math:`U_k(a)=\frac1{\deg k}\sum_{j\sim k}M_{kj}[a_k,a_j]\in[0,1]`.
+
+    Parameters
+    ----------
+    graph : networkx.Graph
+        Interaction graph on nodes ``0..N-1``.
+    mats : dict
+        ``mats[(k, j)]``, shape ``(A, A)``, entries in [0, 1], for every ordered pair of
+        neighbours.
+    A : int
+        Actions per player.
+    """
+
+    def __init__(self, graph, mats, A: int):
+        if not isinstance(graph, nx.Graph):
+            raise TypeError(f"graph must be a networkx.Graph, got {type(graph).__name__}")
+        n = graph.number_of_nodes()
+        if n == 0 or set(graph.nodes) != set(range(n)):
+            raise ValueError("graph must have nodes 0..N-1 with N >= 1")
+        self.A = positive_int(A, "A")
+        self.graph = graph
+        self.N = n
+        self.mats = {}
+        for k, j in itertools.chain(graph.edges, ((j, k) for k, j in graph.edges)):
+            if (k, j) not in mats:
+                raise ValueError(f"mats is missing the matrix for the ordered pair {(k, j)}")
+            m = real_array(mats[(k, j)], "mats", shape=(self.A, self.A))
+            if np.any(m < 0) or np.any(m > 1):
+                raise ValueError("mats must take values in [0, 1]")
+            self.mats[(k, j)] = m
+
+    def neighbourhood(self, k: int) -> tuple[int, ...]:
+        """:math:`N(k)`: player ``k`` and its neighbours, sorted."""
+        return tuple(sorted({k, *self.graph.neighbors(k)}))
+
+    def local_tables(self) -> list[tuple[tuple[int, ...], np.ndarray]]:
+        r"""``[(N(k), U_k as a table over a_{N(k)})]`` for every player ``k``."""
+        out = []
+        for k in range(self.N):
+            scope = self.neighbourhood(k)
+            table = np.zeros((self.A,) * len(scope))
+            deg = max(len(scope) - 1, 1)
+            pos = scope.index(k)
+            for j in self.graph.neighbors(k):
+                shape = [1] * len(scope)
+                shape[pos] = self.A
+                shape[scope.index(j)] = self.A
+                m = self.mats[(k, j)] if pos < scope.index(j) else self.mats[(k, j)].T
+                table = table + m.reshape(shape) / deg
+            out.append((scope, table))
+        return out
+
+    def to_normal_form(self) -> NormalFormGame:
+        """The same game as a :class:`NormalFormGame` (``A**N`` joint actions)."""
+        if self.A**self.N > 2**20:
+            raise ValueError(f"A**N = {self.A**self.N} is too large for the normal form")
+        U = np.zeros((self.A,) * self.N + (self.N,))
+        for k, (scope, table) in enumerate(self.local_tables()):
+            U[..., k] = _expand(table, scope, tuple(range(self.N)))
+        return NormalFormGame(U)
+
+
+def random_polymatrix(graph, A: int, rng) -> PolymatrixGame:
+    """Polymatrix game on ``graph`` with i.i.d. uniform [0, 1] edge matrices."""
+    check_generator(rng)
+    if not isinstance(graph, nx.Graph):
+        raise TypeError(f"graph must be a networkx.Graph, got {type(graph).__name__}")
+    A = positive_int(A, "A")
+    mats = {}
+    for k, j in sorted(graph.edges):
+        mats[(k, j)] = rng.uniform(size=(A, A))
+        mats[(j, k)] = rng.uniform(size=(A, A))
+    return PolymatrixGame(graph, mats, A)
+
+
+def _check_game(game) -> NormalFormGame:
+    if isinstance(game, PolymatrixGame):
+        return game.to_normal_form()
+    if not isinstance(game, NormalFormGame):
+        raise TypeError(f"game must be a NormalFormGame, got {type(game).__name__}")
+    return game
+
+
+# --------------------------------------------------------------------------- deviations
+def coalitions(N: int, kind="all") -> list[tuple[int, ...]]:
+    """The coalition family :math:`\\mathcal S`, sorted by size then lexicographically.
+
+    ``kind`` is ``"all"`` (every non-empty subset), ``"singletons"``, ``"grand"`` (the grand
+    coalition only) or an int ``k`` (every subset of size at most ``k``).
+    """
+    N = positive_int(N, "N")
+    if kind == "all":
+        max_size = N
+    elif kind == "singletons":
+        max_size = 1
+    elif kind == "grand":
+        return [tuple(range(N))]
+    elif isinstance(kind, int) and not isinstance(kind, bool):
+        max_size = positive_int(kind, "kind")
+    else:
+        raise ValueError(f"kind must be 'all', 'singletons', 'grand' or an int, got {kind!r}")
+    return [
+        c for size in range(1, min(max_size, N) + 1) for c in itertools.combinations(range(N), size)
+    ]
+
+
+def _check_coalitions(coals, N: int) -> list[tuple[int, ...]]:
+    if isinstance(coals, str):
+        return coalitions(N, coals)
+    out = []
+    for c in coals:
+        c = tuple(int(i) for i in c)
+        if len(c) == 0 or len(set(c)) != len(c) or min(c) < 0 or max(c) >= N:
+            raise ValueError(f"coalitions must be non-empty sets of players in 0..{N - 1}")
+        out.append(tuple(sorted(c)))
+    if not out:
+        raise ValueError("coalitions must not be empty")
+    return out
+
+
+def deviation_matrix(game, coals="all", *, aggregate: str = "mean"):
+    r"""The gain matrix :math:`M_{(S,\hat a_S),a}` of the MASE LP.
+
+    Book: prf:`thm-02-existence` in book/02-coalition-equilibrium/theory.md (eq. ``eq-02-M``).
+
+    Parameters
+    ----------
+    game : NormalFormGame or PolymatrixGame
+    coals : list of tuples or str
+        The coalition family :math:`\mathcal S` (see :func:`coalitions`).
+    aggregate : {"mean", "max"}
+        ``"mean"``: one row per deviation, the average gain of the members (MASE).
+        ``"max"``: one row per (deviation, member), that member's gain; the maximum over
+        rows is then the maximum-within-coalition gain, still linear in :math:`\pi`.
+
+    Returns
+    -------
+    M : ndarray, shape (n_rows, n_joint)
+    labels : list of ``(S, a_hat_S)`` (with the member appended for ``"max"``)
+    """
+    game = _check_game(game)
+    coals = _check_coalitions(coals, game.N)
+    if aggregate not in ("mean", "max"):
+        raise ValueError(f"aggregate must be 'mean' or 'max', got {aggregate!r}")
+    acts = game.actions
+    rows, labels = [], []
+    for S in coals:
+        members = [(i,) for i in S] if aggregate == "max" else [S]
+        for mem in members:
+            # V = the utility averaged over the members (eq-02-gain)
+            V = game.U[..., list(mem)].mean(axis=-1)
+            rest = [j for j in range(game.N) if j not in S]
+            W = np.transpose(V, list(S) + rest)  # axes: (S..., rest...)
+            kS = int(np.prod([acts[i] for i in S]))
+            W = W.reshape((kS,) + tuple(acts[j] for j in rest))
+            # deviation value U(a_hat_S, a_{-S}) does not depend on a_S: broadcast over S
+            D = np.expand_dims(W, axis=tuple(1 + i for i in S))
+            D = np.broadcast_to(D, (kS,) + acts)
+            M = (D - V[None]).reshape(kS, -1)
+            rows.append(M)
+            for a_hat in itertools.product(*(range(acts[i]) for i in S)):
+                labels.append((S, a_hat) + ((mem[0],) if aggregate == "max" else ()))
+    return np.vstack(rows), labels
+
+
+def _lp(c, A_ub, b_ub, A_eq, b_eq, bounds, what: str):
+    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs-ds")
+    if res.status != 0:
+        raise ValueError(f"{what}: the LP has no solution ({res.message})")
+    return res
+
+
+def mase_lp(game, coals="all", *, aggregate: str = "mean", cce: bool = False):
+    r"""Solve the MASE LP :math:`\min z` s.t. :math:`M\pi\le z\mathbf 1`, :math:`\pi\in\Delta`.
+
+    Book: prf:`thm-02-existence` in book/02-coalition-equilibrium/theory.md.
+
+    With ``cce=True`` the unilateral rows are also required to be :math:`\le 0`: the
+    "optimal CCE" baseline (the CCE with the smallest coalition gain). The dual simplex
+    returns a vertex of the feasible polytope.
+
+    Returns
+    -------
+    pi : ndarray, shape (n_joint,)
+    value : float, :math:`\Phi(\pi^\star)`
+    """
+    game = _check_game(game)
+    M, _ = deviation_matrix(game, coals, aggregate=aggregate)
+    n = game.n_joint
+    A_ub = np.hstack([M, -np.ones((M.shape[0], 1))])
+    b_ub = np.zeros(M.shape[0])
+    if cce:
+        Ms, _ = deviation_matrix(game, "singletons")
+        A_ub = np.vstack([A_ub, np.hstack([Ms, np.zeros((Ms.shape[0], 1))])])
+        b_ub = np.zeros(A_ub.shape[0])
+    c = np.zeros(n + 1)
+    c[-1] = 1.0
+    A_eq = np.hstack([np.ones((1, n)), np.zeros((1, 1))])
+    bounds = [(0, None)] * n + [(None, None)]
+    res = _lp(c, A_ub, b_ub, A_eq, [1.0], bounds, "mase_lp")
+    pi = np.clip(res.x[:n], 0, None)
+    return pi / pi.sum(), float(res.x[-1])
+
+
+def _check_pi(game: NormalFormGame, pi) -> np.ndarray:
+    pi = real_array(pi, "pi").reshape(-1)
+    if pi.size != game.n_joint:
+        raise ValueError(f"pi must have {game.n_joint} entries (one per joint action)")
+    if np.any(pi < -1e-12) or abs(pi.sum() - 1) > 1e-8:
+        raise ValueError("pi must be a probability vector over joint actions")
+    return pi
+
+
+def phi(game, pi, coals="all") -> float:
+    r""":math:`\Phi(\pi)=\max_{S,\hat a_S}g_{S,\hat a_S}(\pi)` (coalition exploitability)."""
+    game = _check_game(game)
+    pi = _check_pi(game, pi)
+    M, _ = deviation_matrix(game, coals)
+    return float(np.max(M @ pi))
+
+
+def gain_variant(game, pi, coals="all", how: str = "mean"):
+    """The coalition gain with the members' gains combined by ``how`` (mean, max or min).
+
+    ``"min"``: a coalition deviates only if every member gains (the non-convex variant).
+    ``pi`` may be one strategy, shape ``(n_joint,)`` (returns a float), or a batch, shape
+    ``(k, n_joint)`` (returns an array of ``k`` values).
+    """
+    game = _check_game(game)
+    arr = real_array(pi, "pi")
+    single = arr.ndim == 1
+    batch = np.stack([_check_pi(game, p) for p in np.atleast_2d(arr)])
+    if how not in ("mean", "max", "min"):
+        raise ValueError(f"how must be 'mean', 'max' or 'min', got {how!r}")
+    if how == "mean":
+        M, _ = deviation_matrix(game, coals)
+        out = (batch @ M.T).max(axis=1)
+    else:
+        M, labels = deviation_matrix(game, coals, aggregate="max")
+        g = batch @ M.T  # one column per (deviation, member)
+        groups: dict = {}
+        for k, lab in enumerate(labels):
+            groups.setdefault(lab[:2], []).append(k)
+        comb = np.max if how == "max" else np.min
+        out = np.max(np.stack([comb(g[:, ix], axis=1) for ix in groups.values()]), axis=0)
+    return float(out[0]) if single else out
+
+
+def exploitability(game, pi) -> float:
+    r""":math:`\max_i\max_{a_i'}\mathbb E_\pi[U_i(a_i',a_{-i})-U_i(a)]` (unilateral gap)."""
+    return phi(game, pi, "singletons")
+
+
+def welfare(game, pi) -> float:
+    r"""Social welfare :math:`\mathbb E_\pi\sum_iU_i(a)`."""
+    game = _check_game(game)
+    pi = _check_pi(game, pi)
+    return float(pi @ game.U.sum(axis=-1).reshape(-1))
+
+
+def ewf_lp(game, eps_grid) -> np.ndarray:
+    r"""Equilibrium welfare frontier :math:`\mathrm{EWF}(\varepsilon)=\max\{\mathrm{SW}(\pi):
+    \mathrm{Expl}(\pi)\le\varepsilon\}` on a grid.
+
+    Book: prf:`prop-02-ewf` in book/02-coalition-equilibrium/theory.md.
+
+    Raises ``ValueError`` (naming ``eps_grid``) if some :math:`\varepsilon` is below
+    :math:`\min_\pi\mathrm{Expl}(\pi)`, where the LP is infeasible.
+    """
+    game = _check_game(game)
+    eps = real_array(eps_grid, "eps_grid", ndim=1)
+    Ms, _ = deviation_matrix(game, "singletons")
+    sw = game.U.sum(axis=-1).reshape(-1)
+    n = game.n_joint
+    out = np.empty(eps.size)
+    for k, e in enumerate(eps):
+        res = linprog(
+            -sw,
+            A_ub=Ms,
+            b_ub=np.full(Ms.shape[0], e),
+            A_eq=np.ones((1, n)),
+            b_eq=[1.0],
+            bounds=[(0, None)] * n,
+            method="highs-ds",
+        )
+        if res.status == 2:
+            raise ValueError(
+                f"eps_grid contains {e}, below the smallest exploitability of any "
+                f"correlated strategy; the EWF LP is infeasible there"
+            )
+        if res.status != 0:
+            raise ValueError(f"ewf_lp: the LP failed at eps={e} ({res.message})")
+        out[k] = -res.fun
+    return out
+
+
+def weighted_mase(game, w: float):
+    r"""Weighted MASE: :math:`\min_\pi\max\{w\,\mathrm{Expl}(\pi),(1-w)\,g_{[N]}(\pi)\}`.
+
+    Singleton gains are weighted by ``w``, the grand coalition's by ``1 - w`` (our reading
+    of the paper's weighting; the grand coalition's best gain is the welfare deficit
+    :math:`(\max_a\mathrm{SW}(a)-\mathrm{SW}(\pi))/N`). Returns ``(pi, value)``.
+    """
+    game = _check_game(game)
+    w = real(w, "w", lo=0.0, hi=1.0)
+    Ms, _ = deviation_matrix(game, "singletons")
+    Mg, _ = deviation_matrix(game, "grand")
+    M = np.vstack([w * Ms, (1 - w) * Mg])
+    n = game.n_joint
+    c = np.zeros(n + 1)
+    c[-1] = 1.0
+    res = _lp(
+        c,
+        np.hstack([M, -np.ones((M.shape[0], 1))]),
+        np.zeros(M.shape[0]),
+        np.hstack([np.ones((1, n)), np.zeros((1, 1))]),
+        [1.0],
+        [(0, None)] * n + [(None, None)],
+        "weighted_mase",
+    )
+    pi = np.clip(res.x[:n], 0, None)
+    return pi / pi.sum(), float(res.x[-1])
+
+
+# --------------------------------------------------------------------------- learning
+def ftpl_meta(M, T: int, rng, *, chains: int = 1) -> np.ndarray:
+    r"""FTPL for both sides of the meta-game :math:`\min_\pi\max_\mu\mu^\top M\pi`.
+
+    Book: prf:`thm-02-ftpl` in book/02-coalition-equilibrium/theory.md.
+
+    The correlator plays :math:`a_t=\arg\min_a(L_a-\xi_a)` and the deviator
+    :math:`d_t=\arg\max_d(G_d+\zeta_d)` with fresh :math:`\xi,\zeta\sim\mathrm{Exp}` of
+    scale :math:`1/\eta`, :math:`\eta=1/\sqrt T`; then :math:`L\mathrel{+}=M_{d_t,\cdot}`,
+    :math:`G\mathrel{+}=M_{\cdot,a_t}`. Independent chains run side by side.
+
+    Returns
+    -------
+    pi_bar : ndarray, shape (chains, n_joint)
+        The empirical distribution of :math:`a_1..a_T` of each chain.
+    """
+    M = real_array(M, "M", ndim=2)
+    T = positive_int(T, "T")
+    chains = positive_int(chains, "chains")
+    check_generator(rng)
+    n_dev, n_joint = M.shape
+    scale = np.sqrt(T)  # 1 / eta
+    L = np.zeros((chains, n_joint))
+    G = np.zeros((chains, n_dev))
+    counts = np.zeros((chains, n_joint))
+    idx = np.arange(chains)
+    MT = np.ascontiguousarray(M.T)
+    for _ in range(T):
+        a = np.argmin(L - rng.exponential(scale, size=L.shape), axis=1)
+        d = np.argmax(G + rng.exponential(scale, size=G.shape), axis=1)
+        L += M[d]
+        G += MT[a]
+        counts[idx, a] += 1
+    return counts / T
+
+
+def hedge_selfplay(game, T: int, lr: float) -> np.ndarray:
+    r"""Independent Hedge (full information, from uniform) for every player.
+
+    Player :math:`i` plays :math:`x_i^t\propto\exp(\mathrm{lr}\sum_{s<t}u_i^s)`, with
+    :math:`u_i^s(a_i)=\mathbb E_{a_{-i}\sim x_{-i}^s}U_i(a_i,a_{-i})`. Returns the time average of
+    the product distributions, flattened (the correlated strategy that no-regret play
+    approaches, a CCE in the limit). ``game`` may also be a list of games with the same action
+    counts; they then run side by side and the result has one row per game.
+    """
+    batch = isinstance(game, (list, tuple))
+    games = [_check_game(g) for g in (game if batch else [game])]
+    if not games:
+        raise ValueError("game must not be an empty list")
+    if any(g.actions != games[0].actions for g in games):
+        raise ValueError("game: every game in the list must have the same action counts")
+    T = positive_int(T, "T")
+    lr = positive(lr, "lr")
+    U = np.stack([g.U for g in games])  # (B, A_1..A_N, N)
+    N, acts, B = games[0].N, games[0].actions, len(games)
+    cum = [np.zeros((B, a)) for a in acts]
+    avg = np.zeros((B,) + acts)
+    letters = "abcdefghijklmnopqrstuvwxy"[:N]
+    specs = [
+        "Z"
+        + letters
+        + ","
+        + ",".join("Z" + letters[j] for j in range(N) if j != i)
+        + "->Z"
+        + letters[i]
+        for i in range(N)
+    ]
+    for _ in range(T):
+        x = []
+        for c in cum:
+            z = np.exp(lr * (c - c.max(axis=1, keepdims=True)))
+            x.append(z / z.sum(axis=1, keepdims=True))
+        joint = x[0]
+        for xi in x[1:]:
+            joint = joint[..., None] * xi.reshape((B,) + (1,) * (joint.ndim - 1) + (-1,))
+        avg += joint
+        for i in range(N):
+            others = [x[j] for j in range(N) if j != i]
+            cum[i] += np.einsum(specs[i], U[..., i], *others, optimize=False)
+    out = (avg / T).reshape(B, -1)
+    return out if batch else out[0]
+
+
+# --------------------------------------------------------------------------- graphs
+def utility_dependency_graph(game) -> nx.Graph:
+    r"""The UDG: a clique on every :math:`N(k)`, the players whose actions enter :math:`U_k`.
+
+    Book: prf:`def-02-udg` in book/02-coalition-equilibrium/theory.md.
+    """
+    if isinstance(game, PolymatrixGame):
+        scopes = [game.neighbourhood(k) for k in range(game.N)]
+        n = game.N
+    elif isinstance(game, NormalFormGame):
+        n = game.N
+        scopes = []
+        for k in range(n):
+            Uk = game.U[..., k]
+            scopes.append(tuple(j for j in range(n) if j == k or np.ptp(Uk, axis=j).max() > 1e-12))
+    else:
+        raise TypeError(f"game must be a NormalFormGame or PolymatrixGame, got {type(game)}")
+    G = nx.Graph()
+    G.add_nodes_from(range(n))
+    for scope in scopes:
+        G.add_edges_from(itertools.combinations(scope, 2))
+    return G
+
+
+def tree_decomposition(G, method: str = "min_fill"):
+    """A tree decomposition from networkx's heuristics; returns ``(width, tree)``.
+
+    The tree's nodes are frozensets (bags). The width is an upper bound on the treewidth.
+    """
+    if not isinstance(G, nx.Graph):
+        raise TypeError(f"G must be a networkx.Graph, got {type(G).__name__}")
+    if G.number_of_nodes() == 0:
+        raise ValueError("G must have at least one node")
+    if method == "min_fill":
+        return nx_approx.treewidth_min_fill_in(G)
+    if method == "min_degree":
+        return nx_approx.treewidth_min_degree(G)
+    raise ValueError(f"method must be 'min_fill' or 'min_degree', got {method!r}")
+
+
+def _expand(table: np.ndarray, scope: tuple[int, ...], bag: tuple[int, ...]) -> np.ndarray:
+    """View ``table`` (axes in ``scope`` order) with axes in ``bag`` order, size 1 elsewhere."""
+    order = sorted(range(len(scope)), key=lambda k: bag.index(scope[k]))
+    t = np.transpose(table, order)
+    shape = [1] * len(bag)
+    for k in order:
+        shape[bag.index(scope[k])] = table.shape[k]
+    return t.reshape(shape)
+
+
+def _check_tables(tables, A: int):
+    out = []
+    for scope, table in tables:
+        scope = tuple(int(v) for v in scope)
+        table = real_array(table, "tables", shape=(A,) * len(scope))
+        if len(set(scope)) != len(scope):
+            raise ValueError("tables must have scopes without repeated variables")
+        out.append((scope, table))
+    return out
+
+
+def min_sum_dp(tables, tree, A: int):
+    r"""Minimise :math:`\sum_k h_k(a_{s_k})` over :math:`a\in[A]^N` by dynamic programming on a
+    tree decomposition.
+
+    Book: prf:`thm-02-ftpl` (the correlator's oracle) in book/02-coalition-equilibrium/theory.md.
+
+    Parameters
+    ----------
+    tables : list of ``(scope, h)``
+        ``scope`` a tuple of variables, ``h`` an array of shape ``(A,)*len(scope)``. Every
+        scope must lie inside some bag.
+    tree : networkx.Graph
+        A tree (or forest) whose nodes are bags (iterables of variables).
+    A : int
+        Values per variable.
+
+    Returns
+    -------
+    a : dict variable -> value, the minimiser (variables in some bag)
+    value : float, the minimum
+    ops : int, :math:`\sum_BA^{|B|}`, the bag assignments enumerated
+    """
+    A = positive_int(A, "A")
+    if not isinstance(tree, nx.Graph) or tree.number_of_nodes() == 0:
+        raise ValueError("tree must be a non-empty networkx.Graph of bags")
+    if not nx.is_forest(tree):
+        raise ValueError("tree must be a tree or a forest")
+    tables = _check_tables(tables, A)
+    bags = {node: tuple(sorted(node)) for node in tree.nodes}
+    own: dict = {node: [] for node in tree.nodes}
+    for scope, table in tables:
+        home = next((nd for nd, b in bags.items() if set(scope) <= set(b)), None)
+        if home is None:
+            raise ValueError(f"tables: the scope {scope} lies in no bag of tree")
+        own[home].append((scope, table))
+    ops, total, assign = 0, 0.0, {}
+    for comp in nx.connected_components(tree):
+        root = min(comp, key=lambda nd: bags[nd])
+        order = list(nx.dfs_preorder_nodes(tree, root))
+        parent = dict(nx.dfs_predecessors(tree, root))
+        full, msgs = {}, {}
+        for nd in reversed(order):  # upward pass
+            bag = bags[nd]
+            t = np.zeros((A,) * len(bag))
+            for scope, table in own[nd]:
+                t = t + _expand(table, scope, bag)
+            for ch in tree.neighbors(nd):
+                if parent.get(ch) == nd:
+                    sep, m = msgs[ch]
+                    t = t + _expand(m, sep, bag)
+            ops += A ** len(bag)
+            full[nd] = t
+            if nd in parent:
+                sep = tuple(v for v in bag if v in bags[parent[nd]])
+                drop = tuple(k for k, v in enumerate(bag) if v not in sep)
+                msgs[nd] = (sep, t.min(axis=drop) if drop else t)
+        total += float(full[root].min())
+        for nd in order:  # downward pass: argmin consistent with the parent's choice
+            bag = bags[nd]
+            idx = tuple(assign[v] if v in assign else slice(None) for v in bag)
+            sub = full[nd][idx]
+            free = [v for v in bag if v not in assign]
+            if free:
+                best = np.unravel_index(int(np.argmin(sub)), sub.shape)
+                for v, x in zip(free, best):
+                    assign[v] = int(x)
+    return assign, total, ops
+
+
+def brute_force_min(tables, N: int, A: int):
+    """Minimise the same sum by enumerating all ``A**N`` assignments; returns ``(a, value)``."""
+    N = positive_int(N, "N")
+    A = positive_int(A, "A")
+    if A**N > 2**22:
+        raise ValueError(f"A**N = {A**N} is too large to enumerate")
+    tables = _check_tables(tables, A)
+    total = np.zeros((A,) * N)
+    allv = tuple(range(N))
+    for scope, table in tables:
+        if max(scope, default=0) >= N:
+            raise ValueError(f"tables: the scope {scope} has a variable >= N = {N}")
+        total = total + _expand(table, scope, allv)
+    k = int(np.argmin(total))
+    return tuple(int(x) for x in np.unravel_index(k, total.shape)), float(total.min())
+
+
+def correlator_tables(game, coals, mu) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    r"""The correlator's loss :math:`a\mapsto\sum_d\mu_dM_{d,a}` as local tables over the
+    :math:`N(i)`.
+
+    Book: prf:`thm-02-ftpl` in book/02-coalition-equilibrium/theory.md. Deviation
+    :math:`d=(S,\hat a_S)` adds, for each member :math:`i`, the table
+    :math:`\frac{\mu_d}{|S|}\big(U_i(\hat a_S,a_{N(i)\setminus S})-U_i(a_{N(i)})\big)` over
+    :math:`N(i)`; rows of ``mu`` follow :func:`deviation_matrix` (``aggregate="mean"``).
+    """
+    if not isinstance(game, PolymatrixGame):
+        raise TypeError(f"game must be a PolymatrixGame, got {type(game).__name__}")
+    coals = _check_coalitions(coals, game.N)
+    n_rows = sum(game.A ** len(S) for S in coals)
+    mu = real_array(mu, "mu", shape=(n_rows,))
+    local = game.local_tables()
+    out = [(scope, np.zeros_like(t)) for scope, t in local]
+    r = 0
+    for S in coals:
+        for a_hat in itertools.product(range(game.A), repeat=len(S)):
+            w = mu[r] / len(S)
+            r += 1
+            if w == 0:
+                continue
+            for i in S:
+                scope, t = local[i]
+                # fix the members' actions on the axes they share with N(i)
+                idx = tuple(a_hat[S.index(v)] if v in S else slice(None) for v in scope)
+                dev = t[idx]
+                keep = tuple(v for v in scope if v not in S)
+                dev = _expand(dev, keep, scope) if keep else np.reshape(dev, (1,) * len(scope))
+                out[i] = (scope, out[i][1] + w * (dev - t))
+    return out
