@@ -9,6 +9,7 @@ module                         chapter folder
 ``dp_iv``                      ``book/04-dp-iv-regression/``
 ``qlearning_d2z``              ``book/07-q-learning-pd2z/``
 ``disagreement``               ``book/08-disagreement-discrepancy/``
+``adversarial_fragility``      ``book/12-adversarial-fragility/``
 ``relu_regions``               ``book/14-relu-region-graph/``
 ``noisy_prophet``              ``book/16-prophet-noisy-rewards/``
 ``fisher_metric``              ``book/18-fisher-neuromanifold/``

@@ -1,0 +1,457 @@
+r"""Matrix-theoretic adversarial fragility of interpolating classifiers (chapter 12).
+
+Paper: J. Gao, Z. Lu, R. Mudumbai, X. Wu, J. Yi, M. Cho, C. Xu, H. Xie, W. Xu, *Feature
+compression is the root cause of adversarial fragility in neural network classifiers*,
+ICLR 2026 (arXiv:2406.16200, OpenReview ``UYM3yaiUX9``).
+
+Chapter folder: ``book/12-adversarial-fragility/``.
+
+The model (the paper's Theorem 1 setting, as reported by its reviewers): ``K`` classes with
+one Gaussian prototype each, :math:`X=[x_1,\dots,x_K]\in\mathbb R^{d\times K}`, and a classifier
+:math:`C(x)=\arg\max_k f_k(x)`, :math:`f(x)=Wx`, that interpolates one-hot codes, :math:`WX=I_K`.
+Its minimum-norm solution is :math:`W=X^+`. The central identities (derived in the chapter):
+
+.. math::
+    \rho_C(x\to j)=\frac{f_i(x)-f_j(x)}{\|w_i-w_j\|},\qquad
+    \|(X^+)_{i,:}\|=\frac1{\operatorname{dist}(x_i,\operatorname{span}\{x_j:j\ne i\})},\qquad
+    \frac{\rho_{X^+}(x_i\to j)}{\rho_{\rm opt}(x_i\to j)}=\cos\angle(w_i-w_j,\,x_i-x_j).
+
+Conventions: prototypes are the *columns* of ``X`` (shape ``(d, K)``); weights ``W`` have
+shape ``(K, d)`` (row ``k`` is :math:`w_k`); a batch of inputs has shape ``(n, d)``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+from lib.validate import check_generator, positive, positive_int, real, real_array
+
+__all__ = [
+    "gaussian_prototypes",
+    "noisy_samples",
+    "min_norm_onehot",
+    "linear_scores",
+    "linear_robustness",
+    "pairwise_linear_robustness",
+    "optimal_robustness",
+    "nearest_prototype_predict",
+    "dist_to_span",
+    "pairwise_ratio",
+    "ratio_law",
+    "chernoff_min_distance",
+    "qr_attack",
+    "train_linear",
+    "gd_mse_spectral",
+    "projected_pairwise_robustness",
+    "make_mlp",
+    "train_mlp",
+    "deepfool",
+    "verify_flip",
+    "bisect_norm",
+]
+
+
+# --------------------------------------------------------------------------- data
+def _prototypes(X, name: str = "X") -> np.ndarray:
+    X = real_array(X, name, ndim=2)
+    if X.shape[1] < 2:
+        raise ValueError(f"{name} must have at least 2 columns (classes), got shape {X.shape}")
+    return X
+
+
+def gaussian_prototypes(d: int, K: int, rng: np.random.Generator) -> np.ndarray:
+    """``K`` prototypes with i.i.d. :math:`N(0,1)` entries, as the columns of a ``(d, K)`` array."""
+    d = positive_int(d, "d")
+    K = positive_int(K, "K")
+    rng = check_generator(rng)
+    return rng.standard_normal((d, K))
+
+
+def noisy_samples(X, per_class: int, sigma: float, rng: np.random.Generator):
+    """``per_class`` noisy copies :math:`x_k+\\sigma z` of every prototype.
+
+    Returns ``(inputs, labels)`` with shapes ``(K * per_class, d)`` and ``(K * per_class,)``.
+    """
+    X = _prototypes(X)
+    per_class = positive_int(per_class, "per_class")
+    sigma = real(sigma, "sigma", lo=0.0)
+    rng = check_generator(rng)
+    d, K = X.shape
+    labels = np.repeat(np.arange(K), per_class)
+    inputs = X.T[labels] + sigma * rng.standard_normal((K * per_class, d))
+    return inputs, labels
+
+
+# --------------------------------------------------------------------------- linear classifiers
+def min_norm_onehot(X, rcond: float = 1e-12) -> np.ndarray:
+    """Minimum-norm weights with one-hot outputs at the prototypes, :math:`W=X^+` (``(K, d)``).
+
+    Raises ``ValueError`` when ``K > d`` (then :math:`WX=I_K` has no solution) or when ``X``
+    is numerically rank deficient. Book: prf:`def-12-interpolating` in
+    book/12-adversarial-fragility/theory.md.
+    """
+    X = _prototypes(X)
+    rcond = positive(rcond, "rcond")
+    d, K = X.shape
+    if K > d:
+        raise ValueError(
+            f"X has K={K} columns in dimension d={d}: WX = I needs K <= d (no interpolation)"
+        )
+    s = np.linalg.svd(X, compute_uv=False)
+    if s[-1] <= rcond * s[0]:
+        raise ValueError("X must have full column rank (smallest singular value below rcond)")
+    return np.linalg.pinv(X, rcond=rcond)
+
+
+def linear_scores(W, b, x) -> np.ndarray:
+    """Scores :math:`f(x)=Wx+b` for one input ``(d,)`` or a batch ``(n, d)``."""
+    W = real_array(W, "W", ndim=2)
+    x = real_array(x, "x")
+    if x.ndim not in (1, 2) or x.shape[-1] != W.shape[1]:
+        raise ValueError(f"x must have shape (d,) or (n, d) with d={W.shape[1]}, got {x.shape}")
+    b = np.zeros(W.shape[0]) if b is None else real_array(b, "b", shape=(W.shape[0],))
+    return x @ W.T + b
+
+
+def linear_robustness(W, b, x, overshoot: float = 1e-6):
+    r"""Exact :math:`\ell_2` robustness of :math:`C(x)=\arg\max_k (Wx+b)_k` at ``x``.
+
+    :math:`\rho(x\to j)=(f_i-f_j)/\|w_i-w_j\|` for :math:`i=C(x)`; :math:`\rho(x)=\min_j`.
+    Returns ``(rho, j_star, delta)`` with the attack
+    :math:`\delta=-(1+\epsilon)(f_i-f_{j^\star})(w_i-w_{j^\star})/\|w_i-w_{j^\star}\|^2`.
+    Book: prf:`thm-12-linear` in book/12-adversarial-fragility/theory.md.
+    """
+    W = real_array(W, "W", ndim=2)
+    x = real_array(x, "x", shape=(W.shape[1],))
+    overshoot = real(overshoot, "overshoot", lo=0.0)
+    f = linear_scores(W, b, x)
+    i = int(np.argmax(f))
+    diff = W[i] - W  # rows w_i - w_j
+    norms = np.linalg.norm(diff, axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = (f[i] - f) / norms
+    r[i] = np.inf
+    r[norms == 0] = np.inf  # identical rows can never be separated
+    j = int(np.argmin(r))
+    if not np.isfinite(r[j]):
+        raise ValueError("W has identical rows for every class: no perturbation changes the label")
+    delta = -(1 + overshoot) * (f[i] - f[j]) * diff[j] / norms[j] ** 2
+    return float(r[j]), j, delta
+
+
+def pairwise_linear_robustness(W, X, b=None) -> np.ndarray:
+    r"""``R[i, j]`` = distance from :math:`x_i` to the boundary :math:`f_i=f_j`.
+
+    :math:`R_{ij}=(f_i(x_i)-f_j(x_i))/\|w_i-w_j\|` (negative when :math:`x_i` is on the wrong
+    side), ``inf`` on the diagonal. Its row minimum is :math:`\rho(x_i)` when every
+    prototype is classified correctly. Book: eq. `eq-12-linear` in
+    book/12-adversarial-fragility/theory.md.
+    """
+    W = real_array(W, "W", ndim=2)
+    X = _prototypes(X)
+    if W.shape != (X.shape[1], X.shape[0]):
+        raise ValueError(f"W must have shape (K, d) = {(X.shape[1], X.shape[0])}, got {W.shape}")
+    F = linear_scores(W, b, X.T)  # F[i, k] = f_k(x_i)
+    margin = np.diag(F)[:, None] - F
+    G = W @ W.T
+    sq = np.diag(G)[:, None] + np.diag(G)[None, :] - 2 * G
+    norms = np.sqrt(np.maximum(sq, 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        R = margin / norms
+    np.fill_diagonal(R, np.inf)
+    return R
+
+
+def optimal_robustness(X):
+    r"""Robustness of the nearest-prototype (optimal) classifier at its own prototypes.
+
+    Returns ``(per_class, pairwise)``: ``pairwise[i, j]`` :math:`=\|x_i-x_j\|/2` (``inf`` on
+    the diagonal) and ``per_class[i]`` its row minimum. Book: prf:`def-12-optimal` in
+    book/12-adversarial-fragility/theory.md.
+    """
+    X = _prototypes(X)
+    sq = np.sum(X**2, axis=0)
+    D2 = np.maximum(sq[:, None] + sq[None, :] - 2 * X.T @ X, 0.0)
+    pairwise = np.sqrt(D2) / 2
+    np.fill_diagonal(pairwise, np.inf)
+    return pairwise.min(axis=1), pairwise
+
+
+def nearest_prototype_predict(X, x) -> np.ndarray:
+    """Labels of the nearest-prototype classifier for inputs ``x`` of shape ``(n, d)``."""
+    X = _prototypes(X)
+    x = real_array(x, "x", ndim=2)
+    if x.shape[1] != X.shape[0]:
+        raise ValueError(f"x must have shape (n, {X.shape[0]}), got {x.shape}")
+    d2 = np.sum(x**2, axis=1)[:, None] - 2 * x @ X + np.sum(X**2, axis=0)[None, :]
+    return np.argmin(d2, axis=1)
+
+
+def dist_to_span(X, i: int) -> float:
+    r""":math:`\operatorname{dist}(x_i,\operatorname{span}\{x_j:j\ne i\})` (least-squares residual).
+
+    Book: prf:`thm-12-schur` in book/12-adversarial-fragility/theory.md.
+    """
+    X = _prototypes(X)
+    if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+        raise TypeError(f"i must be an integer, got {type(i).__name__}")
+    if not 0 <= i < X.shape[1]:
+        raise ValueError(f"i must be in [0, {X.shape[1]}), got {i}")
+    others = np.delete(X, i, axis=1)
+    coef, *_ = np.linalg.lstsq(others, X[:, i], rcond=None)
+    return float(np.linalg.norm(X[:, i] - others @ coef))
+
+
+def pairwise_ratio(W, X, b=None) -> np.ndarray:
+    r"""Off-diagonal ratios :math:`\rho_C(x_i\to j)/\rho_{\rm opt}(x_i\to j)`, flattened.
+
+    Book: prf:`thm-12-ratio-law` in book/12-adversarial-fragility/theory.md.
+    """
+    R = pairwise_linear_robustness(W, X, b)
+    _, P = optimal_robustness(X)
+    off = ~np.eye(R.shape[0], dtype=bool)
+    return R[off] / P[off]
+
+
+def ratio_law(d: int, K: int):
+    r"""Exact law of :math:`\rho_{X^+}(x_i\to j)^2/\rho_{\rm opt}(x_i\to j)^2` for Gaussian ``X``.
+
+    It is :math:`\mathrm{Beta}\big(\tfrac{d-K+1}2,\tfrac{K-1}2\big)` (a frozen ``scipy`` law);
+    for ``K = 1`` there is no pair. Book: prf:`thm-12-ratio-law` in
+    book/12-adversarial-fragility/theory.md.
+    """
+    d = positive_int(d, "d")
+    K = positive_int(K, "K")
+    if K < 2 or K > d:
+        raise ValueError(f"K must satisfy 2 <= K <= d={d}, got {K}")
+    return stats.beta((d - K + 1) / 2, (K - 1) / 2)
+
+
+def chernoff_min_distance(d: int, K: int, fail_prob: float) -> float:
+    r"""A level :math:`c` with :math:`P(\min_{i<j}\|x_i-x_j\|/\sqrt{2d}<c)\le` ``fail_prob``.
+
+    Chernoff bound for :math:`\chi^2_d`: :math:`P(\chi^2_d\le(1-\epsilon)d)\le
+    e^{-\frac d2(-\epsilon-\log(1-\epsilon))}`, union over :math:`\binom K2` pairs; returns
+    :math:`\sqrt{1-\epsilon}` for the smallest admissible :math:`\epsilon`. Book:
+    prf:`lem-12-chernoff` in book/12-adversarial-fragility/theory.md.
+    """
+    d = positive_int(d, "d")
+    K = positive_int(K, "K")
+    fail_prob = real(fail_prob, "fail_prob", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+    if K < 2:
+        raise ValueError(f"K must be at least 2, got {K}")
+    need = 2 * np.log(K * (K - 1) / 2 / fail_prob) / d  # -eps - log(1 - eps) >= need
+    lo, hi = 0.0, 1.0
+    for _ in range(200):  # the rate is increasing in eps on (0, 1)
+        mid = (lo + hi) / 2
+        if -mid - np.log1p(-mid) >= need:
+            hi = mid
+        else:
+            lo = mid
+    return float(np.sqrt(1 - hi))
+
+
+def qr_attack(X):
+    r"""The paper's Theorem 1 attack on :math:`W=X^{-1}` at the last prototype (``K = d``).
+
+    With :math:`X=QR`, :math:`e=Qb`, :math:`b=(0,\dots,0,R_{d-1,d-1}-R_{d-1,d},-R_{dd})` sets
+    :math:`f_{d-1}(x_d+e)=1` and :math:`f_d(x_d+e)=0`. Returns ``(e, bound)`` with the paper's
+    bound :math:`|R_{d-1,d-1}|+|R_{d-1,d}|+|R_{dd}|\ge\|e\|`. Book: prf:`thm-12-paper-thm1` in
+    book/12-adversarial-fragility/theory.md.
+    """
+    X = _prototypes(X)
+    d, K = X.shape
+    if K != d:
+        raise ValueError(f"X must be square (K = d), got shape {X.shape}")
+    Q, R = np.linalg.qr(X)
+    b = np.zeros(d)
+    b[-2] = R[-2, -2] - R[-2, -1]
+    b[-1] = -R[-1, -1]
+    bound = abs(R[-2, -2]) + abs(R[-2, -1]) + abs(R[-1, -1])
+    return Q @ b, float(bound)
+
+
+# --------------------------------------------------------------------------- training
+def _softmax(Z):
+    Z = Z - Z.max(axis=0, keepdims=True)
+    E = np.exp(Z)
+    return E / E.sum(axis=0, keepdims=True)
+
+
+def train_linear(X, Y, loss: str, steps: int, lr: float, W0=None, log_steps=()):
+    r"""Full-batch gradient descent for :math:`W` (``(K, d)``) on inputs ``X`` (``(d, n)``).
+
+    ``loss="mse"``: :math:`\tfrac12\|WX-Y\|_F^2`, gradient :math:`(WX-Y)X^\top`.
+    ``loss="ce"``: softmax cross-entropy summed over the columns, gradient :math:`(S-Y)X^\top`
+    with :math:`S` the column-wise softmax of :math:`WX`. ``Y`` is ``(K, n)`` (one-hot columns).
+    Returns ``(W, snapshots)`` with ``snapshots[t]`` the weights after ``t`` steps for each
+    ``t`` in ``log_steps``. Book: prf:`prop-12-gd` in book/12-adversarial-fragility/training.md.
+    """
+    X = real_array(X, "X", ndim=2)
+    Y = real_array(Y, "Y", ndim=2)
+    if Y.shape[1] != X.shape[1]:
+        raise ValueError(f"Y must have shape (K, {X.shape[1]}), got {Y.shape}")
+    if loss not in ("mse", "ce"):
+        raise ValueError(f"loss must be 'mse' or 'ce', got {loss!r}")
+    steps = positive_int(steps, "steps")
+    lr = positive(lr, "lr")
+    K, d = Y.shape[0], X.shape[0]
+    W = np.zeros((K, d)) if W0 is None else real_array(W0, "W0", shape=(K, d)).copy()
+    log = set()
+    for t in log_steps:
+        t = positive_int(t, "log_steps")
+        if t > steps:
+            raise ValueError(f"log_steps must be <= steps={steps}, got {t}")
+        log.add(t)
+    snaps = {}
+    for t in range(1, steps + 1):
+        Z = W @ X
+        resid = Z - Y if loss == "mse" else _softmax(Z) - Y
+        W -= lr * (resid @ X.T)
+        if t in log:
+            snaps[t] = W.copy()
+    return W, snaps
+
+
+def gd_mse_spectral(X, Y, lr: float, t: int) -> np.ndarray:
+    r"""Closed form of ``t`` GD steps on the squared loss from :math:`W_0=0`.
+
+    :math:`W_t=YX^+\,\big[I-(I-\eta XX^\top)^t\big]`, i.e. each singular direction
+    :math:`(s_k,u_k,v_k)` of :math:`X` is fitted by the factor :math:`1-(1-\eta s_k^2)^t`.
+    Book: prf:`prop-12-gd` in book/12-adversarial-fragility/training.md.
+    """
+    X = real_array(X, "X", ndim=2)
+    Y = real_array(Y, "Y", ndim=2)
+    if Y.shape[1] != X.shape[1]:
+        raise ValueError(f"Y must have shape (K, {X.shape[1]}), got {Y.shape}")
+    lr = positive(lr, "lr")
+    t = positive_int(t, "t")
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
+    a = lr * s**2
+    if np.any(a >= 2):
+        raise ValueError(f"lr must be < 2 / s_max^2 = {2 / s[0] ** 2:.4g} (GD diverges), got {lr}")
+    small = a < 1
+    filt = np.empty_like(a)
+    filt[small] = -np.expm1(t * np.log1p(-a[small]))  # 1 - (1 - a)^t without cancellation
+    filt[~small] = 1 - (1 - a[~small]) ** t
+    return Y @ (Vt.T * (filt / s)) @ U.T
+
+
+# --------------------------------------------------------------------------- compression
+def projected_pairwise_robustness(P, X) -> np.ndarray:
+    r"""Exact pairwise robustness of the nearest-*projected*-prototype classifier.
+
+    The classifier uses only the ``k`` features :math:`Px` (``P``: ``(k, d)``, orthonormal
+    rows). At :math:`x_i`, :math:`\rho(x_i\to j)=\|P(x_i-x_j)\|/2` (``inf`` on the diagonal).
+    Book: prf:`prop-12-compression` in book/12-adversarial-fragility/compression.md.
+    """
+    P = real_array(P, "P", ndim=2)
+    X = _prototypes(X)
+    if P.shape[1] != X.shape[0]:
+        raise ValueError(f"P must have shape (k, {X.shape[0]}), got {P.shape}")
+    if not np.allclose(P @ P.T, np.eye(P.shape[0]), atol=1e-8):
+        raise ValueError("P must have orthonormal rows")
+    _, pairwise = optimal_robustness(P @ X)
+    return pairwise
+
+
+# --------------------------------------------------------------------------- networks (torch)
+def make_mlp(d: int, hidden: int, K: int):
+    """A ReLU network ``d -> hidden -> K`` in float64 (build it inside ``torch_seeded``)."""
+    import torch
+
+    d, hidden, K = positive_int(d, "d"), positive_int(hidden, "hidden"), positive_int(K, "K")
+    return torch.nn.Sequential(
+        torch.nn.Linear(d, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, K)
+    ).double()
+
+
+def train_mlp(model, inputs, labels, steps: int, lr: float):
+    """Full-batch Adam on the squared loss to one-hot targets; returns the final loss."""
+    import torch
+
+    steps = positive_int(steps, "steps")
+    lr = positive(lr, "lr")
+    x = torch.as_tensor(real_array(inputs, "inputs", ndim=2))
+    y_idx = np.asarray(labels)
+    if y_idx.shape != (x.shape[0],):
+        raise ValueError(f"labels must have shape ({x.shape[0]},), got {y_idx.shape}")
+    K = model[-1].out_features
+    y = torch.nn.functional.one_hot(torch.as_tensor(y_idx), K).double()
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = ((model(x) - y) ** 2).sum(dim=1).mean()
+        loss.backward()
+        opt.step()
+    return float(loss.detach())
+
+
+def _predict(model, x):
+    import torch
+
+    with torch.no_grad():
+        return int(torch.argmax(model(torch.as_tensor(x)[None])[0]))
+
+
+def deepfool(model, x, overshoot: float = 0.02, max_iter: int = 50) -> np.ndarray:
+    r"""Multiclass DeepFool: repeat the exact linear step of the linearised network.
+
+    At the current point :math:`x+\delta` the scores are linearised (autograd Jacobian) and
+    the step of :func:`linear_robustness` toward the closest linearised boundary is taken,
+    until the label changes. The total perturbation is scaled by ``1 + overshoot``. Returns
+    ``delta`` (``(d,)``); raises ``RuntimeError`` if no flip after ``max_iter`` steps.
+    Book: prf:`thm-12-linear` (the step) in book/12-adversarial-fragility/theory.md.
+    """
+    import torch
+
+    x = real_array(x, "x", ndim=1)
+    overshoot = real(overshoot, "overshoot", lo=0.0)
+    max_iter = positive_int(max_iter, "max_iter")
+    x0 = torch.as_tensor(x)
+    label = _predict(model, x)
+    delta = np.zeros_like(x)
+    for _ in range(max_iter):
+        xt = x0 + torch.as_tensor(delta)
+        J = torch.autograd.functional.jacobian(model, xt).numpy()  # (K, d)
+        f = model(xt).detach().numpy()
+        if int(np.argmax(f)) != label:
+            break
+        b = f - J @ xt.numpy()
+        _, _, step = linear_robustness(J, b, xt.numpy(), overshoot=1e-9)
+        # the linearisation is exact on the current ReLU region; force the label l as "i"
+        delta = delta + step
+        if _predict(model, x + (1 + overshoot) * delta) != label:
+            break
+    else:
+        raise RuntimeError(f"deepfool: no label change after max_iter={max_iter} steps")
+    delta = (1 + overshoot) * delta
+    if _predict(model, x + delta) == label:
+        raise RuntimeError("deepfool: final perturbation does not change the label")
+    return delta
+
+
+def verify_flip(model, x, delta) -> bool:
+    """True when ``model`` labels ``x + delta`` differently from ``x``."""
+    x = real_array(x, "x", ndim=1)
+    delta = real_array(delta, "delta", shape=x.shape)
+    return _predict(model, x) != _predict(model, x + delta)
+
+
+def bisect_norm(model, x, delta, iters: int = 40) -> float:
+    r"""Smallest :math:`t\in(0,1]` (by bisection) with a flip at ``x + t * delta``, times
+    :math:`\|\delta\|`: a verified upper bound on the robustness :math:`\rho(x)`."""
+    x = real_array(x, "x", ndim=1)
+    delta = real_array(delta, "delta", shape=x.shape)
+    iters = positive_int(iters, "iters")
+    if not verify_flip(model, x, delta):
+        raise ValueError("delta must change the label of x (verify_flip is False)")
+    lo, hi = 0.0, 1.0
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        if verify_flip(model, x, mid * delta):
+            hi = mid
+        else:
+            lo = mid
+    return float(hi * np.linalg.norm(delta))

@@ -1,0 +1,237 @@
+"""Unit tests for lib.papers.adversarial_fragility (chapter 12), following item (g) of the plan."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lib.papers import adversarial_fragility as af
+
+
+def gen(seed=0):
+    return np.random.default_rng(seed)
+
+
+def _ray_distances(W, b, x, U, hi=1e3, iters=80):
+    """First label change along each unit ray (rows of U), by bisection on the classifier."""
+    U = np.atleast_2d(U)
+    label = np.argmax(af.linear_scores(W, b, x))
+    lo, hi = np.zeros(len(U)), np.full(len(U), hi)
+    never = np.argmax(af.linear_scores(W, b, x + hi[:, None] * U), axis=1) == label
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        changed = np.argmax(af.linear_scores(W, b, x + mid[:, None] * U), axis=1) != label
+        hi, lo = np.where(changed, mid, hi), np.where(changed, lo, mid)
+    return np.where(never, np.inf, hi)
+
+
+# --------------------------------------------------------------------------- linear robustness
+@pytest.mark.parametrize("seed", range(4))
+def test_linear_robustness_matches_brute_force_in_2d(seed):
+    g = gen(seed)
+    W, b, x = g.standard_normal((4, 2)), g.standard_normal(4), g.standard_normal(2)
+    rho, _, delta = af.linear_robustness(W, b, x)
+    angles = np.linspace(0, 2 * np.pi, 20001)[:-1]
+    dists = _ray_distances(W, b, x, np.stack([np.cos(angles), np.sin(angles)], 1))
+    assert dists.min() == pytest.approx(rho, rel=1e-6)
+    assert np.argmax(af.linear_scores(W, b, x + delta)) != np.argmax(af.linear_scores(W, b, x))
+
+
+def test_linear_robustness_matches_brute_force_in_3d():
+    g = gen(7)
+    W, b, x = g.standard_normal((5, 3)), g.standard_normal(5), g.standard_normal(3)
+    rho, _, delta = af.linear_robustness(W, b, x)
+    U = g.standard_normal((4000, 3))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    dists = _ray_distances(W, b, x, U)
+    assert dists.min() >= rho * (1 - 1e-9)
+    assert dists.min() <= rho * 1.02  # a dense sphere sample comes close to the minimiser
+    along = _ray_distances(W, b, x, delta / np.linalg.norm(delta))[0]
+    assert along == pytest.approx(rho, rel=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 6), st.integers(1, 8))
+def test_attack_flips_and_shrunk_attack_does_not(seed, K, d):
+    g = gen(seed)
+    W, b, x = g.standard_normal((K, d)), g.standard_normal(K), g.standard_normal(d)
+    rho, j, delta = af.linear_robustness(W, b, x)
+    f = af.linear_scores(W, b, x)
+    i = int(np.argmax(f))
+    assert np.linalg.norm(delta) == pytest.approx(rho * (1 + 1e-6), rel=1e-9)
+    assert np.argmax(af.linear_scores(W, b, x + delta)) != i
+    assert np.argmax(af.linear_scores(W, b, x + (1 - 1e-3) * delta)) == i
+    assert j != i
+
+
+def test_pairwise_sign_conventions():
+    g = gen(1)
+    X = g.standard_normal((12, 5))
+    W = af.min_norm_onehot(X)
+    R = af.pairwise_linear_robustness(W, X)
+    Wg = g.standard_normal((5, 12))
+    Rg = af.pairwise_linear_robustness(Wg, X)
+    off = ~np.eye(5, dtype=bool)
+    # interpolation: margins are 1, so R[i, j] = 1 / ||w_i - w_j|| = R[j, i]
+    assert np.allclose(R[off], R.T[off])
+    dW = np.linalg.norm(W[:, None] - W[None], axis=2)
+    assert np.allclose(R[off], 1 / dW[off])
+    # general W: R[i, j] + R[j, i] = (w_i - w_j).(x_i - x_j) / ||w_i - w_j||
+    for i, j in [(0, 1), (2, 4), (3, 1)]:
+        dw = Wg[i] - Wg[j]
+        assert Rg[i, j] + Rg[j, i] == pytest.approx(dw @ (X[:, i] - X[:, j]) / np.linalg.norm(dw))
+    assert np.all(np.isinf(np.diag(R)))
+
+
+# --------------------------------------------------------------------------- matrix identities
+@pytest.mark.parametrize("K", [3, 8, 10])
+def test_schur_identity(K):
+    X = gen(K).standard_normal((10, K)) + 3 * np.eye(10, K)  # well conditioned
+    W = af.min_norm_onehot(X)
+    for i in range(K):
+        assert np.linalg.norm(W[i]) * af.dist_to_span(X, i) == pytest.approx(1, abs=1e-10)
+
+
+def test_min_norm_onehot_interpolates_and_rejects_k_above_d():
+    X = gen(2).standard_normal((6, 4))
+    W = af.min_norm_onehot(X)
+    assert np.allclose(W @ X, np.eye(4), atol=1e-12)
+    assert np.allclose(W, np.linalg.pinv(X))
+    with pytest.raises(ValueError, match="K=7"):
+        af.min_norm_onehot(gen(2).standard_normal((6, 7)))
+    with pytest.raises(ValueError, match="full column rank"):
+        af.min_norm_onehot(np.ones((6, 3)))
+
+
+def test_optimal_robustness_on_equilateral_simplex():
+    K = 5
+    X = np.eye(K) * 3.0  # all pairwise distances 3 * sqrt(2)
+    per_class, pairwise = af.optimal_robustness(X)
+    off = ~np.eye(K, dtype=bool)
+    assert np.allclose(pairwise[off], 3 * np.sqrt(2) / 2)
+    assert np.allclose(per_class, 3 * np.sqrt(2) / 2)
+    # the nearest-prototype rule as a linear classifier has the same boundary distances
+    R = af.pairwise_linear_robustness(X.T, X, -0.5 * np.sum(X**2, axis=0))
+    assert np.allclose(R[off], pairwise[off])
+
+
+def test_ratio_is_cosine_and_law_mean():
+    X = gen(3).standard_normal((20, 8))
+    W = af.min_norm_onehot(X)
+    r = af.pairwise_ratio(W, X)
+    i, j = 0, 1
+    dw, dx = W[i] - W[j], X[:, i] - X[:, j]
+    cos = dw @ dx / (np.linalg.norm(dw) * np.linalg.norm(dx))
+    assert r[0] == pytest.approx(cos, rel=1e-12)  # entry (0, 1) comes first
+    assert af.ratio_law(20, 8).mean() == pytest.approx((20 - 8 + 1) / 20)
+
+
+def test_ratio_law_monte_carlo():
+    g = gen(4)
+    d, K, n = 12, 12, 3000
+    Xs = g.standard_normal((n, d, K))
+    Ws = np.linalg.inv(Xs)
+    r2 = (
+        2
+        / (
+            np.linalg.norm(Ws[:, 0] - Ws[:, 1], axis=1)
+            * np.linalg.norm(Xs[:, :, 0] - Xs[:, :, 1], axis=1)
+        )
+    ) ** 2
+    assert abs(r2.mean() - af.ratio_law(d, K).mean()) < 5 * r2.std() / np.sqrt(n)
+
+
+def test_chernoff_level_solves_its_equation():
+    c = af.chernoff_min_distance(64, 64, 1e-3)
+    eps = 1 - c**2
+    rate = -eps - np.log1p(-eps)
+    assert 32 * rate == pytest.approx(np.log(64 * 63 / 2 / 1e-3), rel=1e-9)
+    assert af.chernoff_min_distance(64, 64, 1e-6) < c < af.chernoff_min_distance(512, 64, 1e-3)
+
+
+def test_qr_attack_sets_the_last_two_scores():
+    X = gen(5).standard_normal((9, 9))
+    e, bound = af.qr_attack(X)
+    f = np.linalg.inv(X) @ (X[:, -1] + e)
+    assert f[-2] == pytest.approx(1, abs=1e-9)
+    assert f[-1] == pytest.approx(0, abs=1e-9)
+    assert np.linalg.norm(e) <= bound
+    Q, R = np.linalg.qr(X)
+    assert np.allclose((Q.T @ e)[:-2], 0, atol=1e-12)  # e lives in the last two Q-directions
+    with pytest.raises(ValueError, match="square"):
+        af.qr_attack(X[:, :5])
+
+
+# --------------------------------------------------------------------------- training
+def test_gd_closed_form_matches_loop():
+    X = gen(6).standard_normal((6, 6))
+    Y = np.eye(6)
+    lr = 1 / np.linalg.norm(X, 2) ** 2
+    W, snaps = af.train_linear(X, Y, "mse", 50, lr, log_steps=(7, 50))
+    assert np.allclose(snaps[7], af.gd_mse_spectral(X, Y, lr, 7), atol=1e-12)
+    assert np.allclose(W, af.gd_mse_spectral(X, Y, lr, 50), atol=1e-12)
+    with pytest.raises(ValueError, match="lr"):
+        af.gd_mse_spectral(X, Y, 3 * lr, 5)
+
+
+def test_ce_first_step_is_centred_matched_filter():
+    X = gen(8).standard_normal((7, 4))
+    W, _ = af.train_linear(X, np.eye(4), "ce", 1, 0.1)
+    assert np.allclose(W, 0.1 * (np.eye(4) - 0.25) @ X.T)
+
+
+def test_projected_robustness_full_rank_is_optimal():
+    X = gen(9).standard_normal((5, 4))
+    _, opt = af.optimal_robustness(X)
+    assert np.allclose(af.projected_pairwise_robustness(np.eye(5), X), opt)
+    with pytest.raises(ValueError, match="orthonormal"):
+        af.projected_pairwise_robustness(2 * np.eye(5), X)
+
+
+# --------------------------------------------------------------------------- DeepFool
+def test_deepfool_on_linear_model_returns_exact_robustness():
+    torch = pytest.importorskip("torch")
+    g = gen(10)
+    W, b, x = g.standard_normal((4, 6)), g.standard_normal(4), g.standard_normal(6)
+    model = torch.nn.Linear(6, 4).double()
+    with torch.no_grad():
+        model.weight.copy_(torch.as_tensor(W))
+        model.bias.copy_(torch.as_tensor(b))
+    rho, _, _ = af.linear_robustness(W, b, x)
+    delta = af.deepfool(model, x, overshoot=0.0)
+    assert af.verify_flip(model, x, delta)
+    assert np.linalg.norm(delta) == pytest.approx(rho, rel=1e-6)
+    assert af.bisect_norm(model, x, 1.5 * delta) == pytest.approx(rho, rel=1e-6)
+    with pytest.raises(ValueError, match="delta"):
+        af.bisect_norm(model, x, 0.5 * delta)
+
+
+# --------------------------------------------------------------------------- bad input
+def test_bad_input_names_the_argument():
+    g = gen(0)
+    with pytest.raises(ValueError, match="d"):
+        af.gaussian_prototypes(0, 3, g)
+    with pytest.raises(TypeError, match="K"):
+        af.gaussian_prototypes(4, 2.5, g)
+    with pytest.raises(TypeError, match="rng"):
+        af.gaussian_prototypes(4, 2, None)
+    with pytest.raises(ValueError, match="X"):
+        af.min_norm_onehot(np.ones(5))
+    with pytest.raises(ValueError, match="x"):
+        af.linear_robustness(np.ones((3, 4)), None, np.ones(5))
+    with pytest.raises(ValueError, match="W"):
+        af.pairwise_linear_robustness(np.ones((3, 4)), np.ones((5, 3)))
+    with pytest.raises(ValueError, match="loss"):
+        af.train_linear(np.ones((3, 2)), np.eye(2), "hinge", 10, 0.1)
+    with pytest.raises(ValueError, match="i"):
+        af.dist_to_span(g.standard_normal((4, 3)), 3)
+    with pytest.raises(TypeError, match="i"):
+        af.dist_to_span(g.standard_normal((4, 3)), 1.0)
+    with pytest.raises(ValueError, match="K"):
+        af.ratio_law(5, 6)
+    with pytest.raises(ValueError, match="fail_prob"):
+        af.chernoff_min_distance(10, 10, 1.5)
+    with pytest.raises(ValueError, match="sigma"):
+        af.noisy_samples(np.ones((3, 2)), 2, -1.0, g)
+    with pytest.raises(TypeError, match="X"):
+        af.optimal_robustness("not an array")
