@@ -247,7 +247,8 @@ def fill_cache(root: Path = ROOT, verbose: bool = True) -> int:
 
 
 def check_build(root: Path = ROOT) -> None:
-    """After the build: the ledger is clean, of one scale, and the ledger page was built."""
+    """After the build: the ledger is clean, of one scale, every claim has a kind, no summary
+    types a number a claim measured (:mod:`lib.sphinxext.prose`), and the ledger page was built."""
     from lib.scale import scale_name
 
     records = load_records(ledger_dir(root=root))
@@ -259,6 +260,11 @@ def check_build(root: Path = ROOT) -> None:
     unkinded = [r["id"] for r in records if not r.get("kind")]
     if unkinded:
         raise SystemExit(f"check-build: claims without a kind: {unkinded}")
+    from lib.sphinxext.prose import check_pages
+
+    typed = check_pages(root, records)
+    if typed:
+        raise SystemExit("check-build: numbers typed instead of glued:\n" + "\n".join(typed))
     scales = {r.get("scale") for r in records}
     if scales != {scale_name()}:
         raise SystemExit(f"check-build: ledger mixes scales {sorted(scales)}")
