@@ -23,7 +23,7 @@ shape ``(K, d)`` (row ``k`` is :math:`w_k`); a batch of inputs has shape ``(n, d
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
+from scipy import optimize, stats
 
 from lib.validate import check_generator, positive, positive_int, real, real_array
 
@@ -39,6 +39,7 @@ __all__ = [
     "dist_to_span",
     "pairwise_ratio",
     "ratio_law",
+    "projection_ratio_law",
     "chernoff_min_distance",
     "qr_attack",
     "train_linear",
@@ -46,6 +47,8 @@ __all__ = [
     "projected_pairwise_robustness",
     "make_mlp",
     "train_mlp",
+    "mlp_predict",
+    "mlp_lipschitz_lower_bound",
     "deepfool",
     "verify_flip",
     "bisect_norm",
@@ -98,10 +101,10 @@ def min_norm_onehot(X, rcond: float = 1e-12) -> np.ndarray:
         raise ValueError(
             f"X has K={K} columns in dimension d={d}: WX = I needs K <= d (no interpolation)"
         )
-    s = np.linalg.svd(X, compute_uv=False)
+    U, s, Vt = np.linalg.svd(X, full_matrices=False)
     if s[-1] <= rcond * s[0]:
         raise ValueError("X must have full column rank (smallest singular value below rcond)")
-    return np.linalg.pinv(X, rcond=rcond)
+    return (Vt.T / s) @ U.T  # X^+ = V S^{-1} U^T (one SVD)
 
 
 def linear_scores(W, b, x) -> np.ndarray:
@@ -228,6 +231,20 @@ def ratio_law(d: int, K: int):
     return stats.beta((d - K + 1) / 2, (K - 1) / 2)
 
 
+def projection_ratio_law(d: int, k: int):
+    r"""Law of :math:`\|Pu\|^2/\|u\|^2`, Gaussian ``u`` in ``R^d``, rank-``k`` projection ``P``.
+
+    It is :math:`\mathrm{Beta}\big(\tfrac k2,\tfrac{d-k}2\big)` (a frozen ``scipy`` law,
+    ``1 <= k < d``); the ratio of the compressed classifier is its square root. Book:
+    prf:`prop-12-compression` in book/12-adversarial-fragility/compression.md.
+    """
+    d = positive_int(d, "d")
+    k = positive_int(k, "k")
+    if k >= d:
+        raise ValueError(f"k must satisfy 1 <= k < d={d}, got {k}")
+    return stats.beta(k / 2, (d - k) / 2)
+
+
 def chernoff_min_distance(d: int, K: int, fail_prob: float) -> float:
     r"""A level :math:`c` with :math:`P(\min_{i<j}\|x_i-x_j\|/\sqrt{2d}<c)\le` ``fail_prob``.
 
@@ -242,14 +259,17 @@ def chernoff_min_distance(d: int, K: int, fail_prob: float) -> float:
     if K < 2:
         raise ValueError(f"K must be at least 2, got {K}")
     need = 2 * np.log(K * (K - 1) / 2 / fail_prob) / d  # -eps - log(1 - eps) >= need
-    lo, hi = 0.0, 1.0
-    for _ in range(200):  # the rate is increasing in eps on (0, 1)
-        mid = (lo + hi) / 2
-        if -mid - np.log1p(-mid) >= need:
-            hi = mid
-        else:
-            lo = mid
-    return float(np.sqrt(1 - hi))
+    if need <= 0:
+        return 1.0
+
+    def rate(eps):  # increasing on (0, 1)
+        return -eps - np.log1p(-eps) - need
+
+    top = 1 - np.finfo(float).eps
+    if rate(top) <= 0:
+        return 0.0
+    eps = optimize.brentq(rate, 0.0, top, xtol=1e-15, rtol=4 * np.finfo(float).eps)
+    return float(np.sqrt(1 - eps))
 
 
 def qr_attack(X):
@@ -378,6 +398,8 @@ def train_mlp(model, inputs, labels, steps: int, lr: float):
     if y_idx.shape != (x.shape[0],):
         raise ValueError(f"labels must have shape ({x.shape[0]},), got {y_idx.shape}")
     K = model[-1].out_features
+    if not np.issubdtype(y_idx.dtype, np.integer) or y_idx.min() < 0 or y_idx.max() >= K:
+        raise ValueError(f"labels must be integers in [0, {K}), got {y_idx.dtype} array")
     y = torch.nn.functional.one_hot(torch.as_tensor(y_idx), K).double()
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     for _ in range(steps):
@@ -386,6 +408,42 @@ def train_mlp(model, inputs, labels, steps: int, lr: float):
         loss.backward()
         opt.step()
     return float(loss.detach())
+
+
+def mlp_predict(model, inputs) -> np.ndarray:
+    r"""Labels :math:`\arg\max_k f_k(x)` of a network for inputs of shape ``(n, d)``."""
+    import torch
+
+    x = torch.as_tensor(real_array(inputs, "inputs", ndim=2))
+    with torch.no_grad():
+        return torch.argmax(model(x), dim=1).numpy()
+
+
+def mlp_lipschitz_lower_bound(model, inputs, labels) -> np.ndarray:
+    r"""Certified lower bound on :math:`\rho(x)` for a one-hidden-layer ReLU network.
+
+    For ``Linear(W1) -> ReLU -> Linear(W2)``, :math:`f_i-f_j` is Lipschitz with constant at most
+    :math:`\|W_{2,i}-W_{2,j}\|\,\|W_1\|_2` (ReLU is 1-Lipschitz), so
+    :math:`\rho(x)\ge\min_{j\ne y}(f_y-f_j)(x)/(\|W_{2,y}-W_{2,j}\|\,\|W_1\|_2)` for the label ``y``
+    (negative when ``x`` is misclassified). Returns one bound per row of ``inputs``. Book:
+    book/12-adversarial-fragility/training.md.
+    """
+    import torch
+
+    x = real_array(inputs, "inputs", ndim=2)
+    y = np.asarray(labels)
+    if y.shape != (x.shape[0],) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"labels must be an integer array of shape ({x.shape[0]},)")
+    W1 = model[0].weight.detach().numpy()
+    W2 = model[-1].weight.detach().numpy()
+    with torch.no_grad():
+        F = model(torch.as_tensor(x)).numpy()
+    lip = np.linalg.norm(W1, 2) * np.linalg.norm(W2[y][:, None, :] - W2[None], axis=2)  # (n, K)
+    margin = F[np.arange(len(y)), y][:, None] - F
+    with np.errstate(divide="ignore", invalid="ignore"):
+        r = margin / lip
+    r[np.arange(len(y)), y] = np.inf
+    return r.min(axis=1)
 
 
 def _predict(model, x):
@@ -420,7 +478,8 @@ def deepfool(model, x, overshoot: float = 0.02, max_iter: int = 50) -> np.ndarra
             break
         b = f - J @ xt.numpy()
         _, _, step = linear_robustness(J, b, xt.numpy(), overshoot=1e-9)
-        # the linearisation is exact on the current ReLU region; force the label l as "i"
+        # the linearisation is exact on the current ReLU region and equals f at xt, so its
+        # argmax (the role of "i" in linear_robustness) is still the unchanged label
         delta = delta + step
         if _predict(model, x + (1 + overshoot) * delta) != label:
             break

@@ -206,6 +206,56 @@ def test_deepfool_on_linear_model_returns_exact_robustness():
         af.bisect_norm(model, x, 0.5 * delta)
 
 
+def test_mlp_lipschitz_lower_bound_is_below_the_attack():
+    torch = pytest.importorskip("torch")
+    g = gen(11)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        net = af.make_mlp(6, 12, 4)
+    x = g.standard_normal((5, 6))
+    y = af.mlp_predict(net, x)
+    low = af.mlp_lipschitz_lower_bound(net, x, y)
+    assert np.all(low > 0)
+    for i in range(5):
+        delta = af.deepfool(net, x[i])
+        assert low[i] <= af.bisect_norm(net, x[i], delta) + 1e-9
+    wrong = (y + 1) % 4  # a wrong label gives a negative bound
+    assert np.all(af.mlp_lipschitz_lower_bound(net, x, wrong) < 0)
+
+
+def test_mlp_lipschitz_lower_bound_is_exact_for_an_identity_hidden_layer():
+    torch = pytest.importorskip("torch")
+    g = gen(12)
+    W2 = g.standard_normal((3, 4))
+    net = af.make_mlp(4, 4, 3)
+    with torch.no_grad():
+        net[0].weight.copy_(torch.eye(4, dtype=torch.float64))
+        net[0].bias.zero_()
+        net[2].weight.copy_(torch.as_tensor(W2))
+        net[2].bias.zero_()
+    x = np.abs(g.standard_normal((1, 4))) + 5.0  # deep inside the positive orthant: linear map W2
+    rho, _, _ = af.linear_robustness(W2, None, x[0])
+    y = af.mlp_predict(net, x)
+    assert af.mlp_lipschitz_lower_bound(net, x, y)[0] == pytest.approx(rho, rel=1e-12)
+
+
+def test_projection_ratio_law_matches_ratio_law():
+    law = af.projection_ratio_law(30, 7)
+    assert law.mean() == pytest.approx(7 / 30)
+    assert law.median() == pytest.approx(af.ratio_law(30, 30 - 7 + 1).median())
+    with pytest.raises(ValueError, match="k"):
+        af.projection_ratio_law(5, 5)
+
+
+def test_train_mlp_rejects_bad_labels():
+    pytest.importorskip("torch")
+    net = af.make_mlp(3, 4, 2)
+    with pytest.raises(ValueError, match="labels"):
+        af.train_mlp(net, np.ones((2, 3)), np.array([0, 2]), 1, 0.1)
+    with pytest.raises(ValueError, match="labels"):
+        af.train_mlp(net, np.ones((2, 3)), np.array([0.0, 1.0]), 1, 0.1)
+
+
 # --------------------------------------------------------------------------- bad input
 def test_bad_input_names_the_argument():
     g = gen(0)
