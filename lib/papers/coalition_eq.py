@@ -32,6 +32,9 @@ from scipy.optimize import linprog
 
 from lib.validate import check_generator, positive, positive_int, real, real_array
 
+MAX_MATRIX_ENTRIES = 2**26
+"""Largest gain matrix :func:`deviation_matrix` builds (rows x joint actions)."""
+
 __all__ = [
     "NormalFormGame",
     "PolymatrixGame",
@@ -56,6 +59,8 @@ __all__ = [
     "min_sum_dp",
     "brute_force_min",
     "correlator_tables",
+    "succinct_ftpl",
+    "local_gains",
 ]
 
 
@@ -231,7 +236,7 @@ def coalitions(N: int, kind="all") -> list[tuple[int, ...]]:
 
 
 def _check_coalitions(coals, N: int) -> list[tuple[int, ...]]:
-    if isinstance(coals, str):
+    if isinstance(coals, (str, int)):
         return coalitions(N, coals)
     out = []
     for c in coals:
@@ -269,6 +274,13 @@ def deviation_matrix(game, coals="all", *, aggregate: str = "mean"):
     if aggregate not in ("mean", "max"):
         raise ValueError(f"aggregate must be 'mean' or 'max', got {aggregate!r}")
     acts = game.actions
+    n_rows = sum(int(np.prod([acts[i] for i in S])) for S in coals)
+    if n_rows * game.n_joint > MAX_MATRIX_ENTRIES:
+        raise ValueError(
+            f"coals: the gain matrix would have {n_rows} x {game.n_joint} entries, more than "
+            f"{MAX_MATRIX_ENTRIES}; use fewer coalitions or the succinct routines "
+            "(correlator_tables, min_sum_dp)"
+        )
     rows, labels = [], []
     for S in coals:
         members = [(i,) for i in S] if aggregate == "max" else [S]
@@ -289,11 +301,31 @@ def deviation_matrix(game, coals="all", *, aggregate: str = "mean"):
     return np.vstack(rows), labels
 
 
+def _solve(c, A_ub, b_ub, A_eq, b_eq, bounds):
+    return linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs-ds")
+
+
 def _lp(c, A_ub, b_ub, A_eq, b_eq, bounds, what: str):
-    res = linprog(c, A_ub=A_ub, b_ub=b_ub, A_eq=A_eq, b_eq=b_eq, bounds=bounds, method="highs-ds")
+    res = _solve(c, A_ub, b_ub, A_eq, b_eq, bounds)
     if res.status != 0:
         raise ValueError(f"{what}: the LP has no solution ({res.message})")
     return res
+
+
+def _epigraph_lp(M, what: str, A_ub0=None):
+    r"""Solve :math:`\min z` s.t. :math:`M\pi\le z\mathbf 1`, ``A_ub0 @ pi <= 0``,
+    :math:`\pi\in\Delta`; returns ``(pi, z)``."""
+    n = M.shape[1]
+    A_ub = np.hstack([M, -np.ones((M.shape[0], 1))])
+    if A_ub0 is not None:
+        A_ub = np.vstack([A_ub, np.hstack([A_ub0, np.zeros((A_ub0.shape[0], 1))])])
+    c = np.zeros(n + 1)
+    c[-1] = 1.0
+    A_eq = np.hstack([np.ones((1, n)), np.zeros((1, 1))])
+    bounds = [(0, None)] * n + [(None, None)]
+    res = _lp(c, A_ub, np.zeros(A_ub.shape[0]), A_eq, [1.0], bounds, what)
+    pi = np.clip(res.x[:n], 0, None)
+    return pi / pi.sum(), float(res.x[-1])
 
 
 def mase_lp(game, coals="all", *, aggregate: str = "mean", cce: bool = False):
@@ -312,20 +344,8 @@ def mase_lp(game, coals="all", *, aggregate: str = "mean", cce: bool = False):
     """
     game = _check_game(game)
     M, _ = deviation_matrix(game, coals, aggregate=aggregate)
-    n = game.n_joint
-    A_ub = np.hstack([M, -np.ones((M.shape[0], 1))])
-    b_ub = np.zeros(M.shape[0])
-    if cce:
-        Ms, _ = deviation_matrix(game, "singletons")
-        A_ub = np.vstack([A_ub, np.hstack([Ms, np.zeros((Ms.shape[0], 1))])])
-        b_ub = np.zeros(A_ub.shape[0])
-    c = np.zeros(n + 1)
-    c[-1] = 1.0
-    A_eq = np.hstack([np.ones((1, n)), np.zeros((1, 1))])
-    bounds = [(0, None)] * n + [(None, None)]
-    res = _lp(c, A_ub, b_ub, A_eq, [1.0], bounds, "mase_lp")
-    pi = np.clip(res.x[:n], 0, None)
-    return pi / pi.sum(), float(res.x[-1])
+    Ms = deviation_matrix(game, "singletons")[0] if cce else None
+    return _epigraph_lp(M, "mase_lp", Ms)
 
 
 def _check_pi(game: NormalFormGame, pi) -> np.ndarray:
@@ -338,7 +358,10 @@ def _check_pi(game: NormalFormGame, pi) -> np.ndarray:
 
 
 def phi(game, pi, coals="all") -> float:
-    r""":math:`\Phi(\pi)=\max_{S,\hat a_S}g_{S,\hat a_S}(\pi)` (coalition exploitability)."""
+    r""":math:`\Phi(\pi)=\max_{S,\hat a_S}g_{S,\hat a_S}(\pi)` (coalition exploitability).
+
+    Book: prf:`def-02-mase` (eq. ``eq-02-gain``) in book/02-coalition-equilibrium/theory.md.
+    """
     game = _check_game(game)
     pi = _check_pi(game, pi)
     M, _ = deviation_matrix(game, coals)
@@ -347,6 +370,9 @@ def phi(game, pi, coals="all") -> float:
 
 def gain_variant(game, pi, coals="all", how: str = "mean"):
     """The coalition gain with the members' gains combined by ``how`` (mean, max or min).
+
+    Book: section "Mean, max or min inside a coalition" of
+    book/02-coalition-equilibrium/theory.md (``"mean"`` is eq. ``eq-02-gain``).
 
     ``"min"``: a coalition deviates only if every member gains (the non-convex variant).
     ``pi`` may be one strategy, shape ``(n_joint,)`` (returns a float), or a batch, shape
@@ -400,15 +426,7 @@ def ewf_lp(game, eps_grid) -> np.ndarray:
     n = game.n_joint
     out = np.empty(eps.size)
     for k, e in enumerate(eps):
-        res = linprog(
-            -sw,
-            A_ub=Ms,
-            b_ub=np.full(Ms.shape[0], e),
-            A_eq=np.ones((1, n)),
-            b_eq=[1.0],
-            bounds=[(0, None)] * n,
-            method="highs-ds",
-        )
+        res = _solve(-sw, Ms, np.full(Ms.shape[0], e), np.ones((1, n)), [1.0], [(0, None)] * n)
         if res.status == 2:
             raise ValueError(
                 f"eps_grid contains {e}, below the smallest exploitability of any "
@@ -426,38 +444,27 @@ def weighted_mase(game, w: float):
     Singleton gains are weighted by ``w``, the grand coalition's by ``1 - w`` (our reading
     of the paper's weighting; the grand coalition's best gain is the welfare deficit
     :math:`(\max_a\mathrm{SW}(a)-\mathrm{SW}(\pi))/N`). Returns ``(pi, value)``.
+
+    Book: prf:`prop-02-ewf` in book/02-coalition-equilibrium/theory.md (the weighted route).
     """
     game = _check_game(game)
     w = real(w, "w", lo=0.0, hi=1.0)
     Ms, _ = deviation_matrix(game, "singletons")
     Mg, _ = deviation_matrix(game, "grand")
-    M = np.vstack([w * Ms, (1 - w) * Mg])
-    n = game.n_joint
-    c = np.zeros(n + 1)
-    c[-1] = 1.0
-    res = _lp(
-        c,
-        np.hstack([M, -np.ones((M.shape[0], 1))]),
-        np.zeros(M.shape[0]),
-        np.hstack([np.ones((1, n)), np.zeros((1, 1))]),
-        [1.0],
-        [(0, None)] * n + [(None, None)],
-        "weighted_mase",
-    )
-    pi = np.clip(res.x[:n], 0, None)
-    return pi / pi.sum(), float(res.x[-1])
+    return _epigraph_lp(np.vstack([w * Ms, (1 - w) * Mg]), "weighted_mase")
 
 
 # --------------------------------------------------------------------------- learning
-def ftpl_meta(M, T: int, rng, *, chains: int = 1) -> np.ndarray:
+def ftpl_meta(M, T: int, rng, *, chains: int = 1, noise_scale: float | None = None) -> np.ndarray:
     r"""FTPL for both sides of the meta-game :math:`\min_\pi\max_\mu\mu^\top M\pi`.
 
-    Book: prf:`thm-02-ftpl` in book/02-coalition-equilibrium/theory.md.
+    Book: prf:`thm-02-ftpl` in book/02-coalition-equilibrium/learning.md.
 
     The correlator plays :math:`a_t=\arg\min_a(L_a-\xi_a)` and the deviator
     :math:`d_t=\arg\max_d(G_d+\zeta_d)` with fresh :math:`\xi,\zeta\sim\mathrm{Exp}` of
     scale :math:`1/\eta`, :math:`\eta=1/\sqrt T`; then :math:`L\mathrel{+}=M_{d_t,\cdot}`,
-    :math:`G\mathrel{+}=M_{\cdot,a_t}`. Independent chains run side by side.
+    :math:`G\mathrel{+}=M_{\cdot,a_t}`. Independent chains run side by side. ``noise_scale``
+    replaces the scale :math:`\sqrt T` (for power checks with a wrong scale).
 
     Returns
     -------
@@ -469,7 +476,7 @@ def ftpl_meta(M, T: int, rng, *, chains: int = 1) -> np.ndarray:
     chains = positive_int(chains, "chains")
     check_generator(rng)
     n_dev, n_joint = M.shape
-    scale = np.sqrt(T)  # 1 / eta
+    scale = np.sqrt(T) if noise_scale is None else positive(noise_scale, "noise_scale")  # 1/eta
     L = np.zeros((chains, n_joint))
     G = np.zeros((chains, n_dev))
     counts = np.zeros((chains, n_joint))
@@ -503,6 +510,8 @@ def hedge_selfplay(game, T: int, lr: float) -> np.ndarray:
     lr = positive(lr, "lr")
     U = np.stack([g.U for g in games])  # (B, A_1..A_N, N)
     N, acts, B = games[0].N, games[0].actions, len(games)
+    if N > 25:
+        raise ValueError(f"game: hedge_selfplay supports at most 25 players, got N = {N}")
     cum = [np.zeros((B, a)) for a in acts]
     avg = np.zeros((B,) + acts)
     letters = "abcdefghijklmnopqrstuvwxy"[:N]
@@ -532,11 +541,15 @@ def hedge_selfplay(game, T: int, lr: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- graphs
-def utility_dependency_graph(game) -> nx.Graph:
+def utility_dependency_graph(game, *, tol: float = 1e-12) -> nx.Graph:
     r"""The UDG: a clique on every :math:`N(k)`, the players whose actions enter :math:`U_k`.
 
-    Book: prf:`def-02-udg` in book/02-coalition-equilibrium/theory.md.
+    Book: prf:`def-02-udg` in book/02-coalition-equilibrium/treewidth.md.
+
+    For a :class:`NormalFormGame`, player ``j`` enters :math:`U_k` when changing :math:`a_j`
+    moves :math:`U_k` by more than ``tol`` somewhere.
     """
+    tol = real(tol, "tol", lo=0.0)
     if isinstance(game, PolymatrixGame):
         scopes = [game.neighbourhood(k) for k in range(game.N)]
         n = game.N
@@ -545,7 +558,7 @@ def utility_dependency_graph(game) -> nx.Graph:
         scopes = []
         for k in range(n):
             Uk = game.U[..., k]
-            scopes.append(tuple(j for j in range(n) if j == k or np.ptp(Uk, axis=j).max() > 1e-12))
+            scopes.append(tuple(j for j in range(n) if j == k or np.ptp(Uk, axis=j).max() > tol))
     else:
         raise TypeError(f"game must be a NormalFormGame or PolymatrixGame, got {type(game)}")
     G = nx.Graph()
@@ -596,7 +609,7 @@ def min_sum_dp(tables, tree, A: int):
     r"""Minimise :math:`\sum_k h_k(a_{s_k})` over :math:`a\in[A]^N` by dynamic programming on a
     tree decomposition.
 
-    Book: prf:`thm-02-ftpl` (the correlator's oracle) in book/02-coalition-equilibrium/theory.md.
+    Book: prf:`thm-02-ftpl` (the correlator's oracle) in book/02-coalition-equilibrium/learning.md.
 
     Parameters
     ----------
@@ -671,8 +684,8 @@ def brute_force_min(tables, N: int, A: int):
     total = np.zeros((A,) * N)
     allv = tuple(range(N))
     for scope, table in tables:
-        if max(scope, default=0) >= N:
-            raise ValueError(f"tables: the scope {scope} has a variable >= N = {N}")
+        if max(scope, default=0) >= N or min(scope, default=0) < 0:
+            raise ValueError(f"tables: the scope {scope} has a variable outside 0..{N - 1}")
         total = total + _expand(table, scope, allv)
     k = int(np.argmin(total))
     return tuple(int(x) for x in np.unravel_index(k, total.shape)), float(total.min())
@@ -682,7 +695,7 @@ def correlator_tables(game, coals, mu) -> list[tuple[tuple[int, ...], np.ndarray
     r"""The correlator's loss :math:`a\mapsto\sum_d\mu_dM_{d,a}` as local tables over the
     :math:`N(i)`.
 
-    Book: prf:`thm-02-ftpl` in book/02-coalition-equilibrium/theory.md. Deviation
+    Book: prf:`thm-02-ftpl` in book/02-coalition-equilibrium/learning.md. Deviation
     :math:`d=(S,\hat a_S)` adds, for each member :math:`i`, the table
     :math:`\frac{\mu_d}{|S|}\big(U_i(\hat a_S,a_{N(i)\setminus S})-U_i(a_{N(i)})\big)` over
     :math:`N(i)`; rows of ``mu`` follow :func:`deviation_matrix` (``aggregate="mean"``).
@@ -710,3 +723,137 @@ def correlator_tables(game, coals, mu) -> list[tuple[tuple[int, ...], np.ndarray
                 dev = _expand(dev, keep, scope) if keep else np.reshape(dev, (1,) * len(scope))
                 out[i] = (scope, out[i][1] + w * (dev - t))
     return out
+
+
+# --------------------------------------------------------------------------- succinct FTPL
+class _LocalDeviations:
+    """Every (deviation, member) pair of a polymatrix game, in flat local-table form.
+
+    Deviation ``d = (S, a_hat_S)`` (rows in :func:`deviation_matrix` order) contributes, for each
+    member ``i``, :math:`\\frac1{|S|}(U_i(\\hat a_S,a_{N(i)\\setminus S})-U_i(a_{N(i)}))`, a
+    function of the local profile :math:`a_{N(i)}` only.
+    """
+
+    def __init__(self, game: PolymatrixGame, coals):
+        self.game = game
+        self.coals = _check_coalitions(coals, game.N)
+        A = game.A
+        local = game.local_tables()
+        self.scopes = [s for s, _ in local]
+        self.tables = [t for _, t in local]
+        self.strides = [A ** np.arange(len(s) - 1, -1, -1) for s in self.scopes]
+        self.offsets = np.cumsum([0] + [t.size for t in self.tables])[:-1]
+        self.flat = np.concatenate([t.reshape(-1) for t in self.tables])
+        players, devs, weights, deltas = [], [], [], []
+        d = 0
+        for S in self.coals:
+            for a_hat in itertools.product(range(A), repeat=len(S)):
+                for i in S:
+                    scope, t = self.scopes[i], self.tables[i]
+                    idx = tuple(a_hat[S.index(v)] if v in S else slice(None) for v in scope)
+                    keep = tuple(v for v in scope if v not in S)
+                    dev = t[idx]
+                    dev = _expand(dev, keep, scope) if keep else np.reshape(dev, (1,) * len(scope))
+                    players.append(i)
+                    devs.append(d)
+                    weights.append(1.0 / len(S))
+                    deltas.append(((np.broadcast_to(dev, t.shape) - t) / len(S)).reshape(-1))
+                d += 1
+        self.n_dev = d
+        self.pair_player = np.array(players)
+        self.pair_dev = np.array(devs)
+        self.pair_deltas = deltas  # flat table increment of each (deviation, member) pair
+        self.pairs_of_dev = [np.flatnonzero(self.pair_dev == k) for k in range(d)]
+        size = max(t.size for t in self.tables)
+        # gain of pair p at local index c: delta_tab[p, c]
+        self.delta_tab = np.zeros((len(deltas), size))
+        for p, dl in enumerate(deltas):
+            self.delta_tab[p, : dl.size] = dl
+
+    def local_index(self, profiles: np.ndarray) -> np.ndarray:
+        """Local flat index of every player's neighbourhood, shape ``(n_profiles, N)``."""
+        return np.stack(
+            [profiles[:, list(s)] @ st for s, st in zip(self.scopes, self.strides)], axis=1
+        )
+
+    def gains(self, profiles: np.ndarray) -> np.ndarray:
+        """Mean over ``profiles`` (shape ``(n, N)``) of every deviation's gain, shape ``(n_dev,)``.
+
+        Equals ``deviation_matrix(game, coals)[0] @ pi_bar`` for the empirical ``pi_bar``.
+        """
+        loc = self.local_index(profiles)[:, self.pair_player]  # (n, pairs)
+        g = self.delta_tab[np.arange(loc.shape[1])[None, :], loc].mean(axis=0)
+        return np.bincount(self.pair_dev, weights=g, minlength=self.n_dev)
+
+
+def succinct_ftpl(game, coals, T: int, rng, *, tree=None):
+    r"""FTPL on the meta-game of a polymatrix game without the explicit gain matrix.
+
+    Book: prf:`thm-02-ftpl` in book/02-coalition-equilibrium/learning.md (the paper's
+    algorithm, as we reconstruct it; run in book/02-coalition-equilibrium/treewidth.md).
+
+    The correlator keeps its cumulative loss :math:`\sum_{s<t}M_{d_s,\cdot}` as local tables over
+    the :math:`N(i)` (each round adds the chosen deviation's member tables, as in
+    :func:`correlator_tables`), perturbs every table entry by an independent
+    :math:`\mathrm{Exp}` draw of scale :math:`\sqrt T` (subtracted), and best-responds with
+    :func:`min_sum_dp` on a tree decomposition of the UDG: :math:`A^{w+1}` work per bag, never
+    the :math:`A^N` joint actions. The deviator runs FTPL over the deviations, its cumulative
+    gains updated locally from the correlator's profile. ``coals`` is a list of coalitions or a
+    kind accepted by :func:`coalitions`.
+
+    Returns
+    -------
+    profiles : ndarray, shape (T, N)
+        The correlator's joint actions :math:`a_1..a_T`; :math:`\bar\pi` is their empirical law.
+    phi_bar : float
+        :math:`\Phi(\bar\pi)=\max_d\frac1T\sum_tg_d(a_t)`, computed locally.
+    ops : int
+        Bag assignments enumerated by the DP over all rounds.
+    mu_bar : ndarray, shape (n_dev,)
+        The deviator's empirical mixture. By LP duality
+        :math:`V^\star\ge\min_a(\bar\mu^\top M)_a`, which :func:`correlator_tables` and
+        :func:`min_sum_dp` compute locally: a certified lower bound on the MASE value.
+    """
+    if not isinstance(game, PolymatrixGame):
+        raise TypeError(f"game must be a PolymatrixGame, got {type(game).__name__}")
+    T = positive_int(T, "T")
+    check_generator(rng)
+    loc = _LocalDeviations(game, coals)
+    if tree is None:
+        _, tree = tree_decomposition(utility_dependency_graph(game))
+    scale = np.sqrt(T)
+    L = [np.zeros(t.shape) for t in loc.tables]
+    G = np.zeros(loc.n_dev)
+    mu_bar = np.zeros(loc.n_dev)
+    profiles = np.zeros((T, game.N), dtype=int)
+    ops = 0
+    for t in range(T):
+        noisy = [(s, Li - rng.exponential(scale, size=Li.shape)) for s, Li in zip(loc.scopes, L)]
+        a, _, k = min_sum_dp(noisy, tree, game.A)
+        ops += k
+        prof = np.array([a[v] for v in range(game.N)])
+        profiles[t] = prof
+        d = int(np.argmax(G + rng.exponential(scale, size=G.shape)))
+        mu_bar[d] += 1.0 / T
+        for p in loc.pairs_of_dev[d]:
+            i = loc.pair_player[p]
+            L[i] = L[i] + loc.pair_deltas[p].reshape(L[i].shape)
+        G += loc.gains(prof[None])
+    return profiles, float(loc.gains(profiles).max()), ops, mu_bar
+
+
+def local_gains(game, coals, profiles) -> np.ndarray:
+    r"""Every deviation's gain :math:`(M\bar\pi)_d` against the empirical law of ``profiles``.
+
+    Book: eq. ``eq-02-gain`` in book/02-coalition-equilibrium/theory.md. Computed from the local
+    tables only (never the :math:`A^N` joint actions); rows follow :func:`deviation_matrix`.
+    ``profiles`` has shape ``(n, N)``, entries in ``0..A-1``.
+    """
+    if not isinstance(game, PolymatrixGame):
+        raise TypeError(f"game must be a PolymatrixGame, got {type(game).__name__}")
+    prof = np.asarray(profiles)
+    if prof.ndim != 2 or prof.shape[1] != game.N or prof.shape[0] == 0:
+        raise ValueError(f"profiles must have shape (n, {game.N}) with n >= 1, got {prof.shape}")
+    if not np.issubdtype(prof.dtype, np.integer) or prof.min() < 0 or prof.max() >= game.A:
+        raise ValueError(f"profiles must hold integer actions in 0..{game.A - 1}")
+    return _LocalDeviations(game, coals).gains(prof)

@@ -240,3 +240,65 @@ def test_gain_variant_batch_matches_single():
     for how in ("mean", "max", "min"):
         batch = ce.gain_variant(pd, ps, "all", how)
         np.testing.assert_allclose(batch, [ce.gain_variant(pd, p, "all", how) for p in ps])
+
+
+def test_local_tables_match_the_polymatrix_definition():
+    gen = np.random.default_rng(7)
+    graph = nx.Graph([(0, 1), (1, 2), (2, 0), (2, 3)])
+    game = ce.random_polymatrix(graph, 3, gen)
+    tables = game.local_tables()
+    for a in itertools.product(range(3), repeat=4):
+        for k, (scope, table) in enumerate(tables):
+            nbrs = list(graph.neighbors(k))
+            want = sum(game.mats[(k, j)][a[k], a[j]] for j in nbrs) / len(nbrs)
+            assert table[tuple(a[v] for v in scope)] == pytest.approx(want, abs=1e-12)
+
+
+def test_size_guards_and_scope_checks():
+    big = ce.NormalFormGame(np.zeros((2,) * 14 + (14,)))
+    with pytest.raises(ValueError, match="coals"):
+        ce.deviation_matrix(big, "all")
+    with pytest.raises(ValueError, match="at most 25 players"):
+        ce.hedge_selfplay(ce.NormalFormGame(np.zeros((1,) * 26 + (26,))), 2, 0.5)
+    with pytest.raises(ValueError, match="tables"):
+        ce.brute_force_min([((-1, 0), np.zeros((2, 2)))], 3, 2)
+    with pytest.raises(ValueError, match="tol"):
+        ce.utility_dependency_graph(ce.prisoners_dilemma(), tol=-1.0)
+
+
+def test_epigraph_lp_is_shared_by_mase_and_weighted_mase():
+    pd = ce.prisoners_dilemma()
+    # weight 1/2 scales every row by 1/2: singletons + grand coalition = all coalitions of the PD
+    _, v_half = ce.weighted_mase(pd, 0.5)
+    _, v_all = ce.mase_lp(pd, "all")
+    assert v_half == pytest.approx(v_all / 2, abs=1e-12)
+
+
+def test_local_gains_equal_the_explicit_gain_matrix():
+    game = ce.random_polymatrix(nx.cycle_graph(5), 2, np.random.default_rng(3))
+    coals = ce.coalitions(5, 2)
+    M, _ = ce.deviation_matrix(game, coals)
+    nf = game.to_normal_form()
+    prof = np.random.default_rng(4).integers(0, 2, size=(30, 5))
+    pi = np.bincount([nf.index(p) for p in prof], minlength=nf.n_joint) / 30
+    np.testing.assert_allclose(ce.local_gains(game, coals, prof), M @ pi, atol=1e-12)
+    with pytest.raises(ValueError, match="profiles"):
+        ce.local_gains(game, coals, np.full((3, 5), 2))
+
+
+def test_succinct_ftpl_outputs_and_duality():
+    game = ce.random_polymatrix(nx.cycle_graph(5), 2, np.random.default_rng(5))
+    coals = ce.coalitions(5, 2)
+    M, _ = ce.deviation_matrix(game, coals)
+    _, v = ce.mase_lp(game, coals)
+    prof, phi_bar, ops, mu_bar = ce.succinct_ftpl(game, coals, 200, np.random.default_rng(6))
+    assert prof.shape == (200, 5) and mu_bar.shape == (M.shape[0],)
+    assert mu_bar.sum() == pytest.approx(1.0) and ops > 0
+    nf = game.to_normal_form()
+    pi = np.bincount([nf.index(p) for p in prof], minlength=nf.n_joint) / 200
+    assert phi_bar == pytest.approx((M @ pi).max(), abs=1e-12)
+    assert (mu_bar @ M).min() <= v + 1e-12 <= phi_bar + 2e-12
+    with pytest.raises(TypeError, match="game"):
+        ce.succinct_ftpl(ce.prisoners_dilemma(), "all", 10, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="T"):
+        ce.succinct_ftpl(game, coals, 0, np.random.default_rng(0))
