@@ -94,3 +94,11 @@ def test_a_killed_worker_is_replaced_and_its_task_rerun(client):
     assert [r["id"] for r in res["records"]] == ["00/sweep/slow"]
     starts = marker.read_text().split()
     assert len(starts) == 2, f"expected the notebook to start twice (killed, then rerun): {starts}"
+
+
+def test_worker_count_from_the_environment_is_validated(monkeypatch):
+    from lib.sphinxext import sweep as sw
+
+    monkeypatch.setenv("BOOK_SWEEP_WORKERS", "zero")
+    with pytest.raises(ValueError, match="BOOK_SWEEP_WORKERS"):
+        sw._client(None, 4)

@@ -97,6 +97,11 @@ def _client(scheduler: str | None, n_tasks: int):
     if scheduler:
         return Client(scheduler)
     n = max(1, min(os.cpu_count() or 1, n_tasks))
+    workers = os.environ.get("BOOK_SWEEP_WORKERS", "").strip()
+    if workers:  # fewer workers than cores: leave the machine usable during a long sweep
+        if not workers.isdigit() or int(workers) < 1:
+            raise ValueError(f"BOOK_SWEEP_WORKERS must be a positive integer, got {workers!r}")
+        n = min(int(workers), n_tasks)
     # the dashboard (if its dependencies are installed) on :8787, or a free port
     cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True)
     return Client(cluster)
