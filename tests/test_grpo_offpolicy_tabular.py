@@ -362,3 +362,18 @@ def test_grpo_train_bad_input():
         gp.grpo_train(env, **base, beta=-1.0)
     with pytest.raises(ValueError, match="lr"):
         gp.grpo_train(env, **{**base, "lr": 0.0})
+
+
+def test_fixed_point_next_to_one_is_found_when_g_values_underflow_in_a_product():
+    # beta = 0.2, eps = 1e-4: the fixed point has 1 - p* ~ exp(-500) ~ 1e-218, where G on both
+    # sides of the root is ~1e-218 and G(a) * G(b) underflows to 0. The root is still found, and it
+    # is a root: 1 - h(p*) = 1 - p* to relative accuracy (computed in u = 1 - p, no cancellation).
+    from scipy.special import expit
+
+    for p_ref in (0.01, 0.3, 0.5, 0.99):
+        p_star, u = gp.amplification_fixed_points(p_ref, 0.2)
+        assert len(u) >= 1
+        uu = u.min()
+        assert 1e-230 < uu < 1e-200
+        one_minus_h = expit(-gp._amplification_logit(uu, p_ref, 0.2, 1e-4))
+        assert one_minus_h == pytest.approx(uu, rel=1e-9)

@@ -291,11 +291,14 @@ def amplification_fixed_points(p_ref: float, beta: float, eps: float = 1e-4, gri
         np.concatenate([[0.0], np.logspace(-300, -2, grid), np.linspace(1e-2, 1.0, grid)])
     )
     gs = G(us)
+    # a sign change is read from the signs, not from ga * gb < 0: near a root close to p = 1 both
+    # values can be ~1e-218, and their product underflows to zero (no root was found at beta 0.2)
+    sg = np.sign(gs)
     roots = []
-    for a, b, ga, gb in zip(us[:-1], us[1:], gs[:-1], gs[1:]):
+    for a, b, ga, sa, sb in zip(us[:-1], us[1:], gs[:-1], sg[:-1], sg[1:]):
         if ga == 0:
             roots.append(a)
-        elif ga * gb < 0:
+        elif sa * sb < 0:
             roots.append(
                 brentq(
                     lambda u: float(G(u)),
