@@ -17,18 +17,26 @@ Mapping of the chapter's knobs onto TRL's ``GRPOTrainer``:
 * the zero-variance mask (``--mask``) drops the loss terms (policy and KL) of groups whose rewards
   are all equal, and ``loss_type="bnpo"`` then averages over the remaining tokens only.
 
-One difference from the paper's objective: TRL clips the ratio to the *sampler* at ``1 +- epsilon``,
-not in a window centred at ``pi_k / alpha``. By the chapter's clip proposition the two agree for
-``i = 1`` (nothing is clipped at the first step in the paper's version). For ``v > 1`` TRL's window
-is the other choice.
+The clip is where TRL's default differs from the objective the chapter analyses. TRL's ratio is
+``pi_theta / pi_old`` with ``pi_old`` the log-probabilities recorded at generation time, i.e. the
+*sampler's*, and its window is ``[1 - epsilon, 1 + epsilon]`` around that. The chapter's clip is
+centred at ``pi_k / alpha`` (the learner at the start of the step over the sampler). On a lagged
+batch (``v > 1``) the ratio at the first step is already ``pi_k / alpha``, which can lie outside
+TRL's window, and TRL then gives those tokens zero gradient even at ``i = 1``: exactly the
+(v = 10, i = 1) setting. So TRL's default is a different algorithm. ``--clip paper`` (the default)
+runs the chapter's objective: with ``i = 1`` the centred window never binds at the first and only
+step, so it is TRL with an ``epsilon`` so large that nothing is clipped (the importance-weighted
+objective). With ``i > 1`` the centred window needs a trainer that re-centres the clip, which is
+not implemented: the script refuses, and ``--clip trl`` runs TRL's own window, reported as such.
 
 Example (one GPU, one configuration):
 
     python benchmarks/grpo_trl_gsm8k.py --model /models/Qwen2.5-0.5B-Instruct --data /data/gsm8k \
         --v 10 --i 1 --seed 0 --out runs/v10_i1_s0
 
-Grid of the brief: v in {1, 10}, i in {1, 10}, mask on/off, seeds 0-2. Then compare the Pass@1
-(``--eval-samples 50``) written to ``<out>/pass_at_1.json``.
+Grid of our reconstruction of the paper's experiment: v in {1, 10}, i in {1, 10}, mask on/off,
+seeds 0-2 (the i = 10 cells with --clip trl, so they run TRL's window, not the paper's). Then
+compare the Pass@1 (``--eval-samples 50``) written to ``<out>/pass_at_1.json``.
 """
 
 from __future__ import annotations
@@ -165,6 +173,12 @@ def main(argv=None):
         "--beta", type=float, default=0.04, help="KL weight (placeholder: the paper's is unknown)"
     )
     ap.add_argument("--epsilon", type=float, default=0.2, help="clip (placeholder)")
+    ap.add_argument(
+        "--clip",
+        choices=("paper", "trl"),
+        default="paper",
+        help="paper: the window centred at pi_k/alpha (i = 1 only); trl: TRL's window at 1 +- eps",
+    )
     ap.add_argument("--num-generations", type=int, default=8, help="group size G (placeholder)")
     ap.add_argument(
         "--batch", type=int, default=8, help="per-device completions per optimiser step"
@@ -185,6 +199,14 @@ def main(argv=None):
     for name in ("v", "i", "num_generations", "batch", "eval_samples"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be a positive integer")
+    if args.clip == "paper" and args.i > 1:
+        raise ValueError(
+            "--clip paper with --i > 1 needs a clip window centred at pi_k/alpha, which TRL does "
+            "not offer and this script does not implement; use --clip trl (TRL's window, a "
+            "different algorithm) and report it as such"
+        )
+    # i = 1: the centred window does not bind at the only step, so nothing may be clipped
+    epsilon = 1e6 if args.clip == "paper" else args.epsilon
     if not args.model.is_dir():
         raise FileNotFoundError(
             f"--model {args.model} is not a directory (weights are never downloaded)"
@@ -206,7 +228,7 @@ def main(argv=None):
         seed=args.seed,
         learning_rate=args.lr,
         beta=args.beta,
-        epsilon=args.epsilon,
+        epsilon=epsilon,
         num_iterations=args.i,
         steps_per_generation=args.v,
         gradient_accumulation_steps=1,
@@ -238,6 +260,7 @@ def main(argv=None):
         "v": args.v,
         "i": args.i,
         "mask": args.mask,
+        "clip": args.clip,
         "seed": args.seed,
         "pass_at_1": score,
         "eval_questions": len(test),
