@@ -9,6 +9,7 @@ module                         chapter folder
 ``dp_iv``                      ``book/04-dp-iv-regression/``
 ``qlearning_d2z``              ``book/07-q-learning-pd2z/``
 ``disagreement``               ``book/08-disagreement-discrepancy/``
+``benign_leaky``               ``book/10-benign-overfitting-leaky-relu/``
 ``adversarial_fragility``      ``book/12-adversarial-fragility/``
 ``relu_regions``               ``book/14-relu-region-graph/``
 ``noisy_prophet``              ``book/16-prophet-noisy-rewards/``

@@ -1,0 +1,375 @@
+r"""Gradient descent on leaky-ReLU two-layer networks: directional convergence and benign
+overfitting on mixture data (chapter 10).
+
+Paper: I. Hashimoto, *Directional Convergence, Benign Overfitting of Gradient Descent in leaky
+ReLU two-layer Neural Networks*, ICLR 2026 (arXiv:2505.16204, OpenReview ``VOK6LNaZ3N``).
+
+Chapter folder: ``book/10-benign-overfitting-leaky-relu/``.
+
+The model (confirmed by the paper's reviewers): data :math:`x=y\mu+z` with :math:`y=\pm1`,
+a network :math:`f(x;W)=\sum_{j=1}^m a_j\phi(\langle w_j,x\rangle)` with
+:math:`\phi(t)=\max(t,\gamma t)`, a fixed second layer :math:`a_j=\pm1/\sqrt m` (half of each
+sign) and gradient descent on the exponential loss
+:math:`L(W)=\frac1n\sum_i e^{-y_if(x_i;W)}`. The central equation of the chapter (our
+derivation, ``prf:proposition`` ``prop-10-limit-qp``): once every neuron is activated, the limit
+direction of GD is a linear classifier with normal :math:`\sum_i\lambda_iy_ix_i`, where
+:math:`\lambda\ge0` solves the hard-margin SVM dual with the cross-class Gram entries discounted
+by :math:`\rho=2\gamma/(1+\gamma^2)`,
+
+.. math::
+    \min_{\lambda\ge0}\ \tfrac12\lambda^\top Q\lambda-\mathbf 1^\top\lambda,\qquad
+    Q_{ik}=y_iy_k\langle x_i,x_k\rangle\,(1\ \text{if}\ y_i=y_k\ \text{else}\ \rho).
+
+Conventions: inputs ``X`` have shape ``(n, p)`` (row ``i`` is :math:`x_i`), labels ``y`` have
+shape ``(n,)`` with entries :math:`\pm1`, first-layer weights ``W`` have shape ``(m, p)`` (row
+``j`` is :math:`w_j`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg, optimize, stats
+
+from lib.validate import check_generator, nonnegative_int, positive, positive_int, real, real_array
+
+__all__ = [
+    "sample_mixture",
+    "second_layer",
+    "leaky",
+    "leaky_grad",
+    "forward",
+    "loss_and_grad",
+    "train_gd",
+    "activation_margins",
+    "normalized_margin",
+    "direction_cosine",
+    "limit_direction",
+    "limit_weights",
+    "linear_svm",
+    "min_norm_interpolator",
+    "snr_min_norm",
+    "gaussian_error",
+    "network_error",
+]
+
+
+# --------------------------------------------------------------------------- checks
+def _gamma(gamma) -> float:
+    return real(gamma, "gamma", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+
+
+def _width(m) -> int:
+    m = positive_int(m, "m")
+    if m % 2:
+        raise ValueError(f"m must be even (half the neurons have a_j > 0), got {m}")
+    return m
+
+
+def _data(X, y):
+    X = real_array(X, "X", ndim=2)
+    y = real_array(y, "y", shape=(X.shape[0],))
+    if not np.all(np.abs(y) == 1):
+        raise ValueError("y must have entries +1 or -1")
+    return X, y
+
+
+def _weights(W, p: int):
+    W = real_array(W, "W", ndim=2)
+    if W.shape[1] != p:
+        raise ValueError(f"W must have shape (m, {p}), got {W.shape}")
+    return W
+
+
+# --------------------------------------------------------------------------- data
+def sample_mixture(
+    n: int,
+    p: int,
+    mu_norm: float,
+    rng: np.random.Generator,
+    *,
+    eta: float = 0.0,
+    noise: str = "gauss",
+    df: float | None = None,
+):
+    r"""Draw ``n`` points of the mixture :math:`x=y\mu+z`, :math:`\mu=\|\mu\|e_1`.
+
+    Parameters
+    ----------
+    n, p : int
+        Sample size :math:`n` and dimension :math:`p`.
+    mu_norm : float
+        :math:`\|\mu\|\ge0`.
+    rng : numpy.random.Generator
+    eta : float in [0, 1/2)
+        Label-flip probability of the observed label (0 in the paper; our extension).
+    noise : {"gauss", "student_t"}
+        :math:`z` has i.i.d. :math:`N(0,1)` entries, or Student-t entries with ``df > 2``
+        degrees of freedom rescaled to unit variance (heavy tails).
+
+    Returns
+    -------
+    X : ndarray (n, p); y : ndarray (n,) clean labels; y_obs : ndarray (n,) observed labels.
+    """
+    n, p = positive_int(n, "n"), positive_int(p, "p")
+    mu_norm = real(mu_norm, "mu_norm", lo=0.0)
+    eta = real(eta, "eta", lo=0.0, hi=0.5, hi_open=True)
+    rng = check_generator(rng)
+    if noise == "gauss":
+        Z = rng.standard_normal((n, p))
+    elif noise == "student_t":
+        if df is None:
+            raise ValueError("df must be given for noise='student_t'")
+        df = real(df, "df", lo=2.0, lo_open=True)
+        Z = rng.standard_t(df, size=(n, p)) / np.sqrt(df / (df - 2))
+    else:
+        raise ValueError(f"noise must be 'gauss' or 'student_t', got {noise!r}")
+    y = rng.choice(np.array([-1.0, 1.0]), size=n)
+    X = Z
+    X[:, 0] += y * mu_norm
+    flip = rng.random(n) < eta
+    return X, y, np.where(flip, -y, y)
+
+
+def second_layer(m: int) -> np.ndarray:
+    r"""The fixed second layer :math:`a_j=+1/\sqrt m` for :math:`j<m/2`, :math:`-1/\sqrt m` after.
+
+    Returns ndarray (m,).
+    """
+    m = _width(m)
+    return np.repeat([1.0, -1.0], m // 2) / np.sqrt(m)
+
+
+# --------------------------------------------------------------------------- network
+def leaky(t, gamma: float):
+    r""":math:`\phi(t)=\max(t,\gamma t)`, elementwise."""
+    return np.maximum(t, _gamma(gamma) * np.asarray(t, dtype=float))
+
+
+def leaky_grad(t, gamma: float):
+    r""":math:`\phi'(t)`: 1 for :math:`t>0`, :math:`\gamma` for :math:`t\le0` (the subgradient
+    :math:`\gamma` at 0)."""
+    return np.where(np.asarray(t) > 0, 1.0, _gamma(gamma))
+
+
+def forward(W, X, gamma: float) -> np.ndarray:
+    r""":math:`f(x_i;W)=\sum_ja_j\phi(\langle w_j,x_i\rangle)` for every row of ``X``.
+
+    Returns ndarray (n,)."""
+    X = real_array(X, "X", ndim=2)
+    W = _weights(W, X.shape[1])
+    return leaky(X @ W.T, gamma) @ second_layer(W.shape[0])
+
+
+def loss_and_grad(W, X, y, gamma: float):
+    r"""Exponential loss :math:`L(W)=\frac1n\sum_ie^{-y_if(x_i;W)}` and its gradient, shape (m, p).
+
+    :math:`\nabla_{w_j}L=-\frac1n\sum_i e^{-y_if_i}y_ia_j\phi'(\langle w_j,x_i\rangle)x_i`.
+    Book: :prf:ref:`prop-10-activation` in book/10-benign-overfitting-leaky-relu/convergence.md.
+    """
+    X, y = _data(X, y)
+    W = _weights(W, X.shape[1])
+    loss, G, _ = _loss_and_grad(W, X, y, _gamma(gamma), second_layer(W.shape[0]))
+    return loss, G
+
+
+def _loss_and_grad(W, X, y, gamma, a):
+    Z = X @ W.T  # (n, m) pre-activations
+    F = np.maximum(Z, gamma * Z) @ a
+    ell = np.exp(-y * F)
+    G = -(ell * y)[:, None] * np.where(Z > 0, 1.0, gamma) * a[None, :]  # dL/dZ times n
+    return ell.mean(), G.T @ X / X.shape[0], Z
+
+
+def activation_margins(W, X, y) -> np.ndarray:
+    r""":math:`a_jy_i\langle w_j,x_i\rangle\sqrt m`, shape (n, m). Every neuron is *activated*
+    when all entries are positive. Book: :prf:ref:`prop-10-activation`."""
+    X, y = _data(X, y)
+    W = _weights(W, X.shape[1])
+    a = second_layer(W.shape[0])
+    return (X @ W.T) * y[:, None] * a[None, :] * np.sqrt(W.shape[0])
+
+
+def normalized_margin(W, X, y, gamma: float) -> float:
+    r""":math:`\min_iy_if(x_i;W)/\|W\|_F` (f is 1-homogeneous in W)."""
+    X, y = _data(X, y)
+    return float(np.min(y * forward(W, X, gamma)) / np.linalg.norm(W))
+
+
+def direction_cosine(W1, W2) -> float:
+    r""":math:`\langle W_1,W_2\rangle/(\|W_1\|\|W_2\|)` (Frobenius), for arrays of equal shape."""
+    W1, W2 = real_array(W1, "W1"), real_array(W2, "W2")
+    if W1.shape != W2.shape:
+        raise ValueError(f"W1 and W2 must have the same shape, got {W1.shape} and {W2.shape}")
+    return float(np.sum(W1 * W2) / (np.linalg.norm(W1) * np.linalg.norm(W2)))
+
+
+def train_gd(
+    X,
+    y,
+    m: int,
+    gamma: float,
+    alpha: float,
+    steps: int,
+    init_scale: float,
+    rng: np.random.Generator,
+    checkpoints=(),
+) -> dict:
+    r"""Full-batch gradient descent :math:`W_{t+1}=W_t-\alpha\nabla L(W_t)` on the first layer.
+
+    :math:`W_0` has i.i.d. :math:`N(0,\sigma_0^2)` entries, :math:`\sigma_0=` ``init_scale``.
+
+    Parameters
+    ----------
+    X : ndarray (n, p); y : ndarray (n,) labels :math:`\pm1`.
+    m : int, even; gamma : float in (0, 1); alpha : float > 0, the step :math:`\alpha`.
+    steps : int, the number :math:`T` of steps; checkpoints : iterable of ints in [0, T].
+
+    Returns
+    -------
+    dict with ``W`` (final, (m, p)), ``W_ckpt`` ((k, m, p) at the sorted checkpoints),
+    ``ckpt`` (the steps), ``loss`` ((k,) loss at the checkpoints), ``first_all_active`` (first
+    step at which every neuron is activated, -1 if never), ``stayed_active`` (True if every
+    neuron stayed activated at every step after that one).
+    Book: :prf:ref:`thm-10-directional` in book/10-benign-overfitting-leaky-relu/convergence.md.
+    """
+    X, y = _data(X, y)
+    m, gamma = _width(m), _gamma(gamma)
+    alpha, init_scale = positive(alpha, "alpha"), real(init_scale, "init_scale", lo=0.0)
+    steps = nonnegative_int(steps, "steps")
+    rng = check_generator(rng)
+    ckpt = sorted({nonnegative_int(int(c), "checkpoints") for c in checkpoints})
+    if ckpt and ckpt[-1] > steps:
+        raise ValueError(f"checkpoints must lie in [0, steps={steps}], got {ckpt[-1]}")
+    a = second_layer(m)
+    sign = y[:, None] * a[None, :]  # activated when sign * Z > 0
+    W = init_scale * rng.standard_normal((m, X.shape[1]))
+    W_ckpt, loss_ckpt, first, stayed = [], [], -1, True
+    for t in range(steps + 1):
+        loss, G, Z = _loss_and_grad(W, X, y, gamma, a)
+        active = bool(np.all(sign * Z > 0))
+        if first < 0 and active:
+            first = t
+        elif first >= 0 and not active:
+            stayed = False
+        if t in ckpt:
+            W_ckpt.append(W.copy())
+            loss_ckpt.append(loss)
+        if t < steps:
+            W = W - alpha * G  # the GD step
+    return dict(
+        W=W,
+        W_ckpt=np.array(W_ckpt).reshape(len(ckpt), m, X.shape[1]),
+        ckpt=np.array(ckpt, dtype=int),
+        loss=np.array(loss_ckpt),
+        first_all_active=first,
+        stayed_active=stayed and first >= 0,
+    )
+
+
+# --------------------------------------------------------------------------- limit directions
+def _independent_rows(X) -> None:
+    if X.shape[0] > X.shape[1]:
+        raise ValueError(f"X must have n <= p (linearly independent rows), got shape {X.shape}")
+
+
+def _nnls_qp(Q) -> np.ndarray:
+    r"""Solve :math:`\min_{\lambda\ge0}\frac12\lambda^\top Q\lambda-\mathbf 1^\top\lambda` for
+    positive definite Q as the NNLS problem
+    :math:`\min_{\lambda\ge0}\|C\lambda-C^{-\top}\mathbf 1\|` with :math:`Q=C^\top C`."""
+    try:
+        C = linalg.cholesky(Q, lower=False)
+    except linalg.LinAlgError:
+        raise ValueError("X must have linearly independent rows (n <= p)") from None
+    b = linalg.solve_triangular(C, np.ones(len(Q)), trans="T")
+    lam, _ = optimize.nnls(C, b, maxiter=50 * len(Q))
+    return lam
+
+
+def limit_direction(X, y, gamma: float):
+    r"""The limit direction of GD once every neuron is activated (our derivation).
+
+    Solves the dual of eq. ``eq-10-qp``: :math:`Q_{ik}=y_iy_k\langle x_i,x_k\rangle` for
+    :math:`y_i=y_k` and :math:`\rho\,y_iy_k\langle x_i,x_k\rangle` otherwise,
+    :math:`\rho=2\gamma/(1+\gamma^2)`. Requires linearly independent rows of X.
+
+    Returns
+    -------
+    lam : ndarray (n,), the multipliers :math:`\lambda\ge0` (support vectors have
+    :math:`\lambda_i>0`); normal : ndarray (p,), :math:`\sum_i\lambda_iy_ix_i`, the normal of the
+    decision boundary :math:`\{x:\langle u-v,x\rangle=0\}`.
+    Book: :prf:ref:`prop-10-limit-qp` in book/10-benign-overfitting-leaky-relu/convergence.md.
+    """
+    X, y = _data(X, y)
+    _independent_rows(X)
+    gamma = _gamma(gamma)
+    rho = 2 * gamma / (1 + gamma**2)
+    same = np.equal.outer(y, y)
+    Q = np.outer(y, y) * (X @ X.T) * np.where(same, 1.0, rho)
+    lam = _nnls_qp(Q)
+    return lam, (lam * y) @ X
+
+
+def limit_weights(X, y, gamma: float, m: int) -> np.ndarray:
+    r"""The max-margin weights of the lifted linear problem (eq. ``eq-10-lifted``), shape (m, p).
+
+    :math:`W^\star=\arg\min\{\|W\|_F:\langle W,\Psi_i\rangle\ge1\}` with
+    :math:`(\Psi_i)_j=y_ia_js_{ij}x_i`, :math:`s_{ij}=1` if :math:`a_jy_i>0` else :math:`\gamma`.
+    By the KKT conditions :math:`W^\star=\sum_i\lambda_i\Psi_i` with
+    :math:`\lambda=\frac2{1+\gamma^2}\lambda^{Q}` (:math:`\lambda^Q` from :func:`limit_direction`):
+    every neuron with :math:`a_j>0` is the same vector, and so is every neuron with :math:`a_j<0`.
+    Book: :prf:ref:`prop-10-limit-qp`."""
+    X, y = _data(X, y)
+    m, gamma = _width(m), _gamma(gamma)
+    lam_q, _ = limit_direction(X, y, gamma)
+    lam = 2 * lam_q / (1 + gamma**2)  # <Psi_i, Psi_k> = (1 + gamma^2)/2 * Q_ik
+    a = second_layer(m)
+    S = np.where(np.outer(y, a) > 0, 1.0, gamma)  # s_ij, shape (n, m)
+    # W* = sum_i lam_i Psi_i, row j: sum_i lam_i y_i a_j s_ij x_i
+    return a[:, None] * ((lam * y)[:, None] * S).T @ X
+
+
+def linear_svm(X, y) -> np.ndarray:
+    r"""Hard-margin linear SVM without bias, :math:`\min\|w\|^2` s.t.
+    :math:`y_i\langle w,x_i\rangle\ge1`; returns w, shape (p,). The :math:`\gamma\to1` end of
+    :func:`limit_direction` (:math:`\rho=1`)."""
+    X, y = _data(X, y)
+    _independent_rows(X)
+    lam = _nnls_qp(np.outer(y, y) * (X @ X.T))
+    return (lam * y) @ X
+
+
+def min_norm_interpolator(X, y) -> np.ndarray:
+    r""":math:`w=X^\top(XX^\top)^{-1}y`, the least-norm solution of :math:`Xw=y`; shape (p,).
+    Book: :prf:ref:`prop-10-snr` in book/10-benign-overfitting-leaky-relu/phase_transition.md."""
+    X, y = _data(X, y)
+    if X.shape[0] > X.shape[1]:
+        raise ValueError(f"X must have n <= p to interpolate, got shape {X.shape}")
+    return X.T @ linalg.solve(X @ X.T, y, assume_a="pos")
+
+
+def snr_min_norm(n: int, p: int, mu_norm) -> np.ndarray:
+    r"""Our leading-order signal-to-noise ratio of the min-norm interpolator on clean isotropic
+    Gaussian mixtures, :math:`\mathrm{SNR}^2=n\|\mu\|^4/(p+n\|\mu\|^2)` (eq. ``eq-10-snr``).
+    Vectorised over ``mu_norm``. Book: :prf:ref:`prop-10-snr`."""
+    n, p = positive_int(n, "n"), positive_int(p, "p")
+    mu = real_array(mu_norm, "mu_norm")
+    if np.any(mu < 0):
+        raise ValueError("mu_norm must be >= 0")
+    return np.sqrt(n * mu**4 / (p + n * mu**2))
+
+
+def gaussian_error(w, mu) -> float:
+    r"""Exact clean test error :math:`\Pr(y\langle w,x\rangle<0)=\Phi(-\langle w,\mu\rangle/\|w\|)`
+    of the linear classifier ``w`` when :math:`z\sim N(0,I_p)`. Book: eq. ``eq-10-gauss-error``."""
+    w = real_array(w, "w", ndim=1)
+    mu = real_array(mu, "mu", shape=w.shape)
+    return float(stats.norm.cdf(-(w @ mu) / np.linalg.norm(w)))
+
+
+def network_error(W, gamma: float, mu_norm: float, n_test: int, rng: np.random.Generator) -> float:
+    r"""Monte-Carlo clean test error :math:`\Pr(yf(x;W)<0)` on ``n_test`` fresh Gaussian points
+    :math:`x=y\mu+z`, :math:`\mu=\|\mu\|e_1` (evaluated with the network itself)."""
+    W = real_array(W, "W", ndim=2)
+    n_test = positive_int(n_test, "n_test")
+    X, y, _ = sample_mixture(n_test, W.shape[1], mu_norm, rng)
+    return float(np.mean(y * forward(W, X, gamma) <= 0))

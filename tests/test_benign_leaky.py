@@ -1,0 +1,202 @@
+"""Unit tests for lib.papers.benign_leaky (chapter 10)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize
+
+from lib.papers import benign_leaky as bl
+
+
+def gen(seed=0):
+    return np.random.default_rng(seed)
+
+
+# --------------------------------------------------------------------------- network
+def test_gradient_matches_finite_differences():
+    g = gen(1)
+    X, y, _ = bl.sample_mixture(6, 5, 1.0, g)
+    W = g.standard_normal((4, 5))
+    loss, G = bl.loss_and_grad(W, X, y, 0.2)
+
+    def f(w):
+        return bl.loss_and_grad(w.reshape(4, 5), X, y, 0.2)[0]
+
+    # central differences, away from kinks: the pre-activations are O(1) here
+    assert np.min(np.abs(X @ W.T)) > 1e-3
+    eps = 1e-6
+    num = np.array(
+        [(f(W.ravel() + eps * e) - f(W.ravel() - eps * e)) / (2 * eps) for e in np.eye(W.size)]
+    ).reshape(4, 5)
+    assert np.allclose(G, num, rtol=1e-6, atol=1e-9)
+    assert loss == pytest.approx(np.mean(np.exp(-y * bl.forward(W, X, 0.2))))
+
+
+@settings(max_examples=25, deadline=None)
+@given(c=st.floats(0.01, 100.0), seed=st.integers(0, 1000))
+def test_forward_is_positively_homogeneous(c, seed):
+    g = gen(seed)
+    X, W = g.standard_normal((5, 3)), g.standard_normal((6, 3))
+    assert np.allclose(bl.forward(c * W, X, 0.3), c * bl.forward(W, X, 0.3))
+
+
+def test_second_layer_and_leaky():
+    a = bl.second_layer(4)
+    assert np.allclose(a, np.array([1, 1, -1, -1]) / 2)
+    assert np.allclose(bl.leaky(np.array([-2.0, 0.0, 3.0]), 0.1), [-0.2, 0.0, 3.0])
+    assert np.allclose(bl.leaky_grad(np.array([-2.0, 0.0, 3.0]), 0.1), [0.1, 0.1, 1.0])
+
+
+def test_activation_after_one_step_on_positively_correlated_data():
+    g = gen(2)
+    X, y, _ = bl.sample_mixture(10, 20, 8.0, g)
+    G = (y[:, None] * X) @ (y[:, None] * X).T
+    assert G.min() > 0
+    alpha = 2 / (1.01 * np.max(np.sum(X**2, 1)))
+    run = bl.train_gd(X, y, 6, 0.1, alpha, 50, 1e-9, g, [0, 1, 50])
+    assert run["first_all_active"] == 1 and run["stayed_active"]
+    # activation margins are non-decreasing (prop-10-activation)
+    m1 = bl.activation_margins(run["W_ckpt"][1], X, y)
+    m2 = bl.activation_margins(run["W_ckpt"][2], X, y)
+    assert np.all(m2 >= m1)
+    assert run["loss"][2] < run["loss"][1]
+
+
+# --------------------------------------------------------------------------- limit directions
+def test_limit_weights_margins_and_kkt():
+    g = gen(3)
+    X, y, _ = bl.sample_mixture(12, 30, 7.0, g)
+    m, gamma = 8, 0.2
+    W = bl.limit_weights(X, y, gamma, m)
+    margins = y * bl.forward(W, X, gamma)
+    lam, normal = bl.limit_direction(X, y, gamma)
+    assert np.all(lam >= 0)
+    assert margins.min() == pytest.approx(1.0, abs=1e-8)
+    # complementary slackness: lam_i > 0 only on the margin
+    assert np.all(np.abs(margins[lam > 1e-10] - 1) < 1e-8)
+    # equal rows per sign group, and the decision normal is proportional to sum lam y x
+    a = bl.second_layer(m)
+    assert np.allclose(W[a > 0], W[a > 0][0]) and np.allclose(W[a < 0], W[a < 0][0])
+    u_minus_v = W[a > 0].sum(0) - W[a < 0].sum(0)
+    assert bl.direction_cosine(u_minus_v, normal) == pytest.approx(1.0, abs=1e-12)
+
+
+def test_limit_weights_is_min_norm_over_random_feasible_directions():
+    g = gen(4)
+    X, y, _ = bl.sample_mixture(6, 10, 6.0, g)
+    gamma, m = 0.3, 4
+    W = bl.limit_weights(X, y, gamma, m)
+    best = np.linalg.norm(W)
+    # any W' inside the activated cone with margin >= 1 has a larger norm
+    for _ in range(200):
+        Wp = W + 0.3 * g.standard_normal(W.shape)
+        if np.all(bl.activation_margins(Wp, X, y) > 0):
+            scale = np.min(y * bl.forward(Wp, X, gamma))
+            if scale > 0:
+                assert np.linalg.norm(Wp / scale) >= best - 1e-9
+
+
+def test_gamma_to_one_gives_linear_svm():
+    g = gen(5)
+    X, y, _ = bl.sample_mixture(10, 15, 3.0, g)
+    _, n1 = bl.limit_direction(X, y, 1 - 1e-7)
+    assert bl.direction_cosine(n1, bl.linear_svm(X, y)) == pytest.approx(1.0, abs=1e-8)
+
+
+def test_linear_svm_brute_force_2d():
+    X = np.array([[2.0, 1.0], [-0.5, -2.0]])
+    y = np.array([1.0, -1.0])
+    w = bl.linear_svm(X, y)
+    assert np.all(y * (X @ w) >= 1 - 1e-9)
+    # brute force over directions: 1/||w|| is the largest margin of a unit direction
+    ang = np.linspace(0, 2 * np.pi, 200001)
+    U = np.stack([np.cos(ang), np.sin(ang)], 1)
+    marg = np.min(y[None, :] * (U @ X.T), axis=1)
+    assert 1 / np.linalg.norm(w) == pytest.approx(marg.max(), rel=1e-5)
+
+
+def test_linear_svm_matches_primal_solver():
+    g = gen(10)
+    X, y, _ = bl.sample_mixture(6, 9, 1.0, g)
+    cons = [{"type": "ineq", "fun": lambda w, i=i: y[i] * (X[i] @ w) - 1} for i in range(6)]
+    sol = optimize.minimize(
+        lambda w: w @ w, np.ones(9), constraints=cons, method="SLSQP", options={"ftol": 1e-14}
+    )
+    assert np.allclose(bl.linear_svm(X, y), sol.x, atol=1e-5)
+
+
+def test_min_norm_interpolator_interpolates():
+    g = gen(6)
+    X, y, _ = bl.sample_mixture(8, 20, 1.0, g)
+    w = bl.min_norm_interpolator(X, y)
+    assert np.allclose(X @ w, y)
+    assert np.allclose(w, np.linalg.pinv(X) @ y)
+
+
+def test_snr_formula_limits():
+    assert bl.snr_min_norm(50, 10**9, 2.0) == pytest.approx(4 * np.sqrt(50 / 1e9), rel=1e-6)
+    assert bl.snr_min_norm(50, 10, 1e4) == pytest.approx(1e4, rel=1e-3)
+    assert np.allclose(bl.snr_min_norm(4, 16, [0.0, 2.0]), [0.0, np.sqrt(4 * 16 / 32)])
+
+
+def test_gaussian_error_matches_monte_carlo():
+    g = gen(7)
+    w, mu = g.standard_normal(6), np.array([1.5, 0, 0, 0, 0, 0])
+    X, y, _ = bl.sample_mixture(200000, 6, 1.5, g)
+    mc = np.mean(y * (X @ w) < 0)
+    assert mc == pytest.approx(bl.gaussian_error(w, mu), abs=4 * np.sqrt(0.25 / 200000))
+
+
+def test_label_flip_identity():
+    # with labels flipped independently of x, noisy error = eta + (1 - 2 eta) clean error
+    g = gen(8)
+    w, eta = np.array([1.0, 0.5, -0.3]), 0.2
+    X, y, y_obs = bl.sample_mixture(400000, 3, 1.0, g, eta=eta)
+    clean = np.mean(y * (X @ w) < 0)
+    noisy = np.mean(y_obs * (X @ w) < 0)
+    assert noisy == pytest.approx(eta + (1 - 2 * eta) * clean, abs=0.004)
+
+
+def test_student_t_noise_has_unit_variance():
+    X, _, _ = bl.sample_mixture(20000, 5, 0.0, gen(9), noise="student_t", df=5)
+    assert X.var() == pytest.approx(1.0, abs=0.1)
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "call, exc, name",
+    [
+        (lambda: bl.sample_mixture(5, 3, 1.0, gen(), eta=0.5), ValueError, "eta"),
+        (lambda: bl.sample_mixture(5, 3, -1.0, gen()), ValueError, "mu_norm"),
+        (lambda: bl.sample_mixture(5, 3, 1.0, 0), TypeError, "rng"),
+        (lambda: bl.sample_mixture(5, 3, 1.0, gen(), noise="cauchy"), ValueError, "noise"),
+        (lambda: bl.sample_mixture(5, 3, 1.0, gen(), noise="student_t", df=2), ValueError, "df"),
+        (lambda: bl.second_layer(3), ValueError, "m"),
+        (lambda: bl.leaky(1.0, 1.0), ValueError, "gamma"),
+        (lambda: bl.leaky(1.0, 0.0), ValueError, "gamma"),
+        (lambda: bl.forward(np.ones((2, 4)), np.ones((3, 5)), 0.1), ValueError, "W"),
+        (
+            lambda: bl.loss_and_grad(np.ones((2, 2)), np.ones((3, 2)), [1, 0, 1], 0.1),
+            ValueError,
+            "y",
+        ),
+        (
+            lambda: bl.train_gd(np.ones((2, 2)), [1, -1], 2, 0.1, 0.0, 1, 0.1, gen()),
+            ValueError,
+            "alpha",
+        ),
+        (
+            lambda: bl.train_gd(np.ones((2, 2)), [1, -1], 2, 0.1, 0.1, 1, 0.1, gen(), [5]),
+            ValueError,
+            "checkpoints",
+        ),
+        (lambda: bl.min_norm_interpolator(np.ones((4, 2)), [1, -1, 1, -1]), ValueError, "X"),
+        (lambda: bl.snr_min_norm(0, 10, 1.0), ValueError, "n"),
+        (lambda: bl.linear_svm(np.ones((4, 2)), [1, -1, 1, -1]), ValueError, "X"),
+        (lambda: bl.direction_cosine(np.ones(2), np.ones(3)), ValueError, "W1"),
+    ],
+)
+def test_bad_input(call, exc, name):
+    with pytest.raises(exc, match=name):
+        call()
