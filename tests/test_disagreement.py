@@ -107,3 +107,16 @@ def test_dis2_bound_and_bad_input():
         dd.pointwise_minimise([-0.5], 3, "rg", 2, np.random.default_rng(0))
     with pytest.raises(TypeError, match="generator"):
         dd.tabular_problem(4, 3, 0)
+
+
+def test_train_critics_takes_the_number_of_classes_explicitly():
+    # the labeller never predicts class 2 of K = 3: the critics still get K outputs
+    g = torch.Generator().manual_seed(0)
+    XS, XT = torch.randn(20, 4, generator=g), torch.randn(20, 4, generator=g)
+    hS, hT = torch.randint(0, 2, (20,), generator=g), torch.randint(0, 2, (20,), generator=g)
+    W, b = dd.train_critics(XS, hS, XT, hT, "ours", 2, g, K=3, steps=2)
+    assert W.shape == (2, 4, 3) and b.shape == (2, 3)
+    with pytest.raises(ValueError, match="K"):
+        dd.train_critics(XS, hS, XT, hT, "ours", 2, g, K=1, steps=2)
+    with pytest.raises(ValueError, match="labels"):
+        dd.train_critics(XS, hS + 2, XT, hT, "ours", 2, g, K=3, steps=2)

@@ -25,7 +25,7 @@ import math
 import numpy as np
 import torch
 
-from lib.validate import positive
+from lib.validate import positive, positive_int
 
 KINDS = ("rg", "glk", "ours")
 
@@ -296,6 +296,8 @@ def train_critics(
     kind: str,
     n_critics: int,
     generator: torch.Generator,
+    *,
+    K: int,
     steps: int = 300,
     lr: float = 3e-3,
     weight_decay: float = 5e-4,
@@ -303,9 +305,17 @@ def train_critics(
     r"""Train ``n_critics`` linear critics at once (one tensor), AdamW, full batch, minimising
     :math:`\frac12(\mathrm{mean\,CE}(f(x_S),h_S)+\mathrm{mean}\,\ell_{dis}(f(x_T),h_T))`
     (RG23's protocol, :math:`\alpha=1`).
+
+    ``K`` (number of classes) is passed explicitly: inferring it from the labels would give the
+    critics too few outputs whenever the labeller never predicts the last class.
     Returns weights (n_critics, d, K) and biases (n_critics, K)."""
     _check_kind(kind)
-    d, K = XS.shape[1], int(max(hS.max(), hT.max())) + 1
+    K = positive_int(K, "K")
+    if K < 2:
+        raise ValueError(f"K must be at least 2, got {K}")
+    if int(max(hS.max(), hT.max())) >= K:
+        raise ValueError(f"labels hS, hT must lie in 0..K-1 = 0..{K - 1}")
+    d = XS.shape[1]
     XS, XT = XS.float(), XT.float()  # float32: training speed; decisions are all we read off
     W = (
         (0.01 * torch.randn(n_critics, d, K, generator=generator, dtype=torch.float64))
