@@ -145,3 +145,96 @@ def test_bad_input_is_rejected_with_named_argument():
         npf.ratio_of_sums(np.ones(3), np.zeros(3), g)
     with pytest.raises(ValueError, match="Z must"):
         npf.lcb(np.ones((2, 3)), np.ones((2, 2)), np.ones((2, 2, 2)), 1.0)
+
+
+def test_order_stat_stop_probability_closed_form_matches_beta_quadrature_and_simulation():
+    from scipy import integrate, stats
+
+    M, k, nd = 500, 3, 700
+    dist = stats.beta(k, M - k + 1)
+    quad = 1 - integrate.quad(lambda p: (1 - p) ** nd * dist.pdf(p), 0, 1, limit=200)[0]
+    assert npf.order_stat_stop_probability(nd, M, k) == pytest.approx(quad, abs=1e-10)
+    # k = 1: 1 - M/(M + n'); brute force with uniforms
+    assert npf.order_stat_stop_probability(nd, M, 1) == pytest.approx(1 - M / (M + nd))
+    g = gen(11)
+    R = 4000
+    thr = -np.partition(-g.random((R, M)), k - 1, axis=1)[:, k - 1]
+    p = 1 - thr
+    stop = g.random(R) < -np.expm1(nd * np.log1p(-p))
+    pred = npf.order_stat_stop_probability(nd, M, k)
+    assert abs(stop.mean() - pred) < 4 * np.sqrt(pred * (1 - pred) / R)
+    with pytest.raises(ValueError, match="k must"):
+        npf.order_stat_stop_probability(nd, M, M + 1)
+
+
+def test_numpy_quantile_ranks_and_bracket():
+    M, n = 10_000, 10**5
+    k_low, k_high, w = npf.numpy_quantile_ranks(M, 1 - 1 / n)
+    assert (k_low, k_high) == (2, 1) and w == pytest.approx(0.90001, abs=1e-9)
+    v = np.sort(gen(12).random(M))
+    assert np.quantile(v, 1 - 1 / n) == pytest.approx((1 - w) * v[-k_low] + w * v[-k_high])
+    lo, hi = npf.numpy_quantile_stop_bracket(n - 2154, M, n)
+    nd = n - 2154
+    assert lo == pytest.approx(1 - M / (M + nd))
+    assert hi == pytest.approx(1 - M * (M - 1) / ((M + nd) * (M + nd - 1)))
+    # the bracket contains a direct simulation of the np.quantile threshold on uniforms
+    g = gen(13)
+    R = 800
+    thr = np.quantile(g.random((R, M)), 1 - 1 / n, axis=1)
+    stop = g.random(R) < -np.expm1(nd * np.log1p(-(1 - thr)))
+    se = np.sqrt(0.25 / R)
+    assert lo - 3 * se < stop.mean() < hi + 3 * se
+
+
+def test_known_theta_etd_ratio_matches_direct_simulation_and_limit():
+    theta = np.array([0.26, 0.38])
+    n, ell, M = 100, 20, 20 * 100
+    exact = npf.known_theta_etd_ratio(theta, n, ell, M)
+    g = gen(14)
+    R = 5000
+    X = npf.iid_features((R, n), 2, g) @ theta
+    calib = npf.iid_features((R, M), 2, g) @ theta
+    alpha = npf.top_quantile(calib, n)
+    ok = X[:, ell:] >= alpha[:, None]
+    idx = ok.argmax(axis=1)
+    reward = np.where(ok.any(axis=1), X[np.arange(R), ell + idx], 0.0)
+    sim, se = npf.ratio_of_sums(reward, X.max(axis=1), g, n_boot=300)
+    assert abs(sim - exact) < 4 * se
+    # scale invariance and the M -> infinity limit (the exact-quantile rule on n - ell items)
+    assert npf.known_theta_etd_ratio(7 * theta, n, ell, M) == pytest.approx(exact, rel=1e-9)
+    big = npf.known_theta_etd_ratio(theta, n, ell, 20_000 * n)
+    limit = (
+        -np.expm1((n - ell) * np.log1p(-1 / n))
+        * npf.cond_mean_above(npf.trapezoid_quantile(1 - 1 / n, theta), theta)
+        / npf.expected_max_iid(theta, n)
+    )
+    assert big == pytest.approx(limit, abs=2e-3) and exact < limit
+
+
+def test_etd_numpy_quantile_mode_and_decomposition_identity():
+    g = gen(15)
+    theta = np.array([3.0, 2.0])
+    out = npf.etd_lcbt_iid(theta, 0.5, 2000, 40, g, M=500, quantile="numpy")
+    assert np.all((out["tau"] == -1) | (out["tau"] >= npf.default_ell(2000)))
+    # ratio = P(stop) E[X | accepted] / OPT, an accounting identity
+    s = out["stopped"]
+    lhs = out["reward"].sum() / out["maxima"].sum()
+    rhs = s.mean() * out["reward"][s].mean() / out["maxima"].mean()
+    assert lhs == pytest.approx(rhs, rel=1e-12)
+    with pytest.raises(ValueError, match="quantile"):
+        npf.etd_lcbt_iid(theta, 0.5, 2000, 2, g, quantile="mean")
+
+
+def test_code_replay_finds_the_calibration_sample_among_the_items():
+    r = npf.code_replay_etd(0, n=20_000)
+    ell = int(20_000 ** (2 / 3))
+    assert r["ell"] == ell and r["z_offset"] >= 0
+    assert r["reward"] <= r["maximum"]
+
+
+def test_adversarial_boxes_put_the_value_in_the_window():
+    lo, hi = npf.adversarial_boxes(100, 2, 10, low=0.1)
+    a = 1 / np.sqrt(2)
+    assert np.all(lo == 0) and np.all(hi[:10] == a) and np.allclose(hi[10:], 0.1 * a)
+    with pytest.raises(ValueError, match="low"):
+        npf.adversarial_boxes(100, 2, 10, low=0.0)

@@ -21,7 +21,7 @@ non-i.i.d. environment draws a box per step.
 from __future__ import annotations
 
 import numpy as np
-from scipy import integrate, stats
+from scipy import integrate, special, stats
 
 from lib.validate import check_generator, nonnegative, positive_int
 
@@ -186,22 +186,79 @@ def top_quantile(values, n: int) -> np.ndarray:
     return np.partition(values, M - k, axis=-1)[..., M - k]
 
 
+def order_stat_stop_probability(n_decide: int, M: int, k: int) -> float:
+    r"""Exact stopping probability when the threshold is the ``k``-th largest of ``M`` draws.
+
+    The calibration draws and the ``n_decide`` decision items are i.i.d. from one continuous
+    law (given :math:`\hat\theta`). The pass probability of each decision item is then
+    :math:`p=1-F(\text{threshold})\sim\mathrm{Beta}(k,M-k+1)` (the :math:`k`-th smallest of
+    :math:`M` uniforms), whatever :math:`F`, and given :math:`p` the items pass independently, so
+
+    .. math::
+        \Pr[\text{stop}]=1-\mathbb E(1-p)^{n'}
+        =1-\frac{\Gamma(M+1)\,\Gamma(M-k+1+n')}{\Gamma(M-k+1)\,\Gamma(M+1+n')} .
+
+    Book: eq. `eq-16-orderstat` in book/16-prophet-noisy-rewards/theory.md.
+    """
+    n_decide, M, k = positive_int(n_decide, "n_decide"), positive_int(M, "M"), positive_int(k, "k")
+    if k > M:
+        raise ValueError(f"k must be at most M = {M}, got {k}")
+    log_q = (
+        special.gammaln(M + 1)
+        + special.gammaln(M - k + 1 + n_decide)
+        - special.gammaln(M - k + 1)
+        - special.gammaln(M + 1 + n_decide)
+    )
+    return float(-np.expm1(log_q))
+
+
 def expected_stop_probability(n_decide: int, M: int, n: int) -> float:
     r"""Exact stopping probability of a quantile rule calibrated on ``M`` fresh samples.
 
-    If the threshold is the :math:`k`-th largest of :math:`M` i.i.d. values
-    (:math:`k=\lfloor M/n\rfloor`), each later item passes with probability
-    :math:`p\sim\mathrm{Beta}(k,M-k+1)`, independently given :math:`p`; so
-    :math:`\Pr[\text{stop}]=1-\mathbb E[(1-p)^{n'}]`, computed by quadrature. As
-    :math:`M\to\infty` this tends to :math:`1-(1-1/n)^{n'}`.
+    The threshold is the :math:`k`-th largest of :math:`M` i.i.d. values,
+    :math:`k=\lfloor M/n\rfloor` (as :func:`top_quantile` takes it); see
+    :func:`order_stat_stop_probability`. As
+    :math:`M\to\infty` this tends to :math:`1-(1-1/n)^{n'}`, from below by Jensen's inequality.
     """
-    n_decide, M, n = positive_int(n_decide, "n_decide"), positive_int(M, "M"), positive_int(n, "n")
-    k = M // n
-    dist = stats.beta(k, M - k + 1)
-    val, _ = integrate.quad(
-        lambda p: (1 - p) ** n_decide * dist.pdf(p), 0, min(1.0, 50 * k / M), limit=200
-    )
-    return float(1 - val)
+    M, n = positive_int(M, "M"), positive_int(n, "n")
+    return order_stat_stop_probability(n_decide, M, max(1, M // n))
+
+
+def numpy_quantile_ranks(M: int, q: float) -> tuple[int, int, float]:
+    r"""Which order statistics ``np.quantile(v, q)`` (default ``method="linear"``) interpolates.
+
+    With :math:`h=(M-1)q` the value is
+    :math:`(1-g)\,v_{(\lfloor h\rfloor)}+g\,v_{(\lfloor h\rfloor+1)}` (ascending, 0-based),
+    :math:`g=h-\lfloor h\rfloor`. Returned as ranks *from the top*
+    ``(k_low, k_high, g)``: the threshold lies between the ``k_low``-th largest value (weight
+    :math:`1-g`) and the ``k_high = k_low - 1``-th largest (weight :math:`g`); ``k_high = 0``
+    means no upper neighbour (``g = 0``).
+    """
+    M = positive_int(M, "M")
+    if not 0 <= q <= 1:
+        raise ValueError(f"q must be in [0, 1], got {q}")
+    h = (M - 1) * q
+    j = int(np.floor(h))
+    return M - j, M - j - 1, float(h - j)
+
+
+def numpy_quantile_stop_bracket(n_decide: int, M: int, n: int) -> tuple[float, float]:
+    r"""Exact bracket of the stopping probability of a rule calibrated by ``np.quantile``.
+
+    The official code sets :math:`\alpha` = ``np.quantile(lcb_of_M_draws, 1 - 1/n)``, an
+    interpolation between the ``k_low``-th and ``k_high``-th largest draws
+    (:func:`numpy_quantile_ranks`). Since
+    the threshold lies between those two order statistics and the stopping probability is
+    monotone in it, :math:`\Pr[\text{stop}]` lies between :func:`order_stat_stop_probability` at
+    ``k_high`` (lower end) and at ``k_low`` (upper end), whatever the law of the LCB.
+    At :math:`M=10^4`, :math:`n=10^5` these are the sample maximum and the second largest.
+
+    Book: prf:`prop-16-numpy-quantile` in book/16-prophet-noisy-rewards/paper.md.
+    """
+    k_low, k_high, g = numpy_quantile_ranks(M, 1 - 1 / positive_int(n, "n"))
+    hi = order_stat_stop_probability(n_decide, M, k_low)
+    lo = order_stat_stop_probability(n_decide, M, k_high) if (k_high >= 1 and g > 0) else hi
+    return lo, hi
 
 
 # ---------------------------------------------------------------- policies (vectorised over runs)
@@ -234,21 +291,31 @@ def etd_lcbt_iid(
     beta: float = 1.0,
     rad: float | None = None,
     M_factor: int = 20,
+    M: int | None = None,
+    quantile: str = "order",
     chunk: int = 25,
 ) -> dict:
     r"""Explore-then-Decide with the LCB threshold (Algorithm ETD-LCBT, i.i.d. features).
 
     Explore for ``ell`` steps (never stop), fit ridge, set :math:`\alpha` to the :math:`(1-1/n)`
     quantile of :math:`X^{LCB}(z)`, :math:`z\sim D_x`, from ``M_factor * n`` fresh calibration draws
-    per run, then stop at the first :math:`i>\ell` with :math:`X^{LCB}(x_i)\ge\alpha`. Returns
+    per run (or ``M`` draws when given), then stop at the first :math:`i>\ell` with
+    :math:`X^{LCB}(x_i)\ge\alpha`. ``quantile="order"`` takes the
+    :math:`\lfloor M/n\rfloor`-th largest draw (:func:`top_quantile`, needs :math:`M\ge20n`);
+    ``quantile="numpy"`` takes
+    ``np.quantile(draws, 1 - 1/n)`` as the official code does (any ``M``; the code uses
+    :math:`M=10^4`, see :func:`numpy_quantile_stop_bracket`). Returns
     per-run ``reward`` (0 if no stop), ``stopped``, ``tau`` (-1 if none), ``maxima``
     (:math:`\max_{i\le n}X_i`), ``alpha``.
 
     Book: prf:`thm-16-etd` in book/16-prophet-noisy-rewards/theory.md.
     """
-    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(
+    theta, d, sigma, n, ell, n_runs, rad, M_ = _setup_iid(
         theta, sigma, n, n_runs, rng, ell, rad, M_factor
     )
+    M = M_ if M is None else positive_int(M, "M")
+    if quantile not in ("order", "numpy"):
+        raise ValueError(f"quantile must be 'order' or 'numpy', got {quantile!r}")
     out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "alpha")}
     chunk = max(1, min(int(chunk), int(2e7 // M)))  # keep the calibration block near 300 MB
     for start in range(0, n_runs, chunk):
@@ -258,7 +325,10 @@ def etd_lcbt_iid(
         y = X[:, :ell] + sigma * rng.standard_normal((r, ell))
         th, _, Vinv = ridge_fit(x[:, :ell], y, beta)
         Z = iid_features((r, M), d, rng)
-        alpha = top_quantile(lcb(Z, th, Vinv, rad), n)
+        if quantile == "order":
+            alpha = top_quantile(lcb(Z, th, Vinv, rad), n)
+        else:
+            alpha = np.quantile(lcb(Z, th, Vinv, rad), 1 - 1 / n, axis=-1)
         pass_ = lcb(x[:, ell:], th, Vinv, rad) >= alpha[:, None]
         idx, stopped = _first_true(pass_)
         tau = np.where(stopped, idx + ell, -1)
@@ -533,6 +603,110 @@ def oracle_ratio_exact(theta, n: int) -> float:
     return float(
         -np.expm1(n * np.log1p(-1 / n)) * cond_mean_above(a, theta) / expected_max_iid(theta, n)
     )
+
+
+def known_theta_etd_ratio(theta, n: int, ell: int, M: int) -> float:
+    r"""Exact ratio of explore-then-decide with *known* :math:`\theta` and a sampled quantile.
+
+    The rule waits ``ell`` steps, sets :math:`\alpha` to the :math:`k`-th largest of ``M`` fresh
+    draws of :math:`X` (:math:`k=\lfloor M/n\rfloor`) and stops at the first later
+    :math:`X_i\ge\alpha`. With :math:`p=1-F(\alpha)\sim\mathrm{Beta}(k,M-k+1)` and
+    :math:`n'=n-\ell`,
+
+    .. math::
+        \frac{\mathbb E[X_\tau]}{\mathrm{OPT}}
+        =\frac{\mathbb E_p\big[(1-(1-p)^{n'})\,\mathbb E[X\mid X\ge F^{-1}(1-p)]\big]}
+        {\mathbb E\max_{i\le n}X_i},
+
+    by quadrature (trapezoid law, :math:`d=2`). It is what ETD-LCBT should earn once
+    :math:`\hat\theta` has learned :math:`\theta` well enough that the LCB ranks the top items as
+    :math:`X` does.
+
+    Book: eq. `eq-16-known-etd` in book/16-prophet-noisy-rewards/iid.md.
+    """
+    n, ell = _check_horizon(n, ell)
+    M = positive_int(M, "M")
+    k = max(1, M // n)
+    nd = n - ell
+    dist = stats.beta(k, M - k + 1)
+    f = lambda p: (
+        -np.expm1(nd * np.log1p(-p))
+        * cond_mean_above(trapezoid_quantile(1 - p, theta), theta)
+        * dist.pdf(p)
+    )
+    hi = min(1.0 - 1e-12, dist.ppf(1 - 1e-12))
+    val = integrate.quad(f, 0, hi, points=[dist.mean()], limit=200, epsrel=1e-10)[0]
+    return float(val / expected_max_iid(theta, n))
+
+
+def code_replay_etd(seed: int, *, n: int = 10**5, d: int = 2, noise_std: float = 0.8) -> dict:
+    r"""Replay of the official code's ETD-LCBT run for one of its integer seeds.
+
+    The code seeds numpy's legacy global generator with ``seed`` when it builds the environment
+    (:math:`\theta`, then the :math:`n` items), seeds it *again* with the same ``seed`` before the
+    run, draws one noise value per step for :math:`t\le\ell_n=\lfloor n^{2/3}\rfloor`, fits ridge
+    (:math:`\beta=1`), and then draws its :math:`10^4` calibration features from the same stream.
+    We reproduce that sequence with ``np.random.RandomState(seed)`` (no global state): the values
+    are those the code draws. Deterministic: this replays the code, it is not a simulation of ours.
+
+    Returns ``reward`` (0 without a stop), ``maximum``, ``tau`` (-1 without a stop), ``alpha`` and
+    ``z_offset``: the index ``t0`` with calibration feature ``j`` equal to item ``t0 + j`` for every
+    ``j`` (``-1`` if the calibration sample is not a block of the items).
+
+    Book: prf:`prop-16-numpy-quantile` in book/16-prophet-noisy-rewards/paper.md (the replay).
+    """
+    d, n = positive_int(d, "d"), positive_int(n, "n")
+    noise_std = nonnegative(noise_std, "noise_std")
+    ell = int(n ** (2 / 3))
+    norm = 1 / np.sqrt(d)
+    env = np.random.RandomState(int(seed))
+    theta = env.uniform(0, norm, size=d)
+    items = env.uniform(0, norm, size=(n, d))
+    alg = np.random.RandomState(int(seed))  # algorithm.reset() reseeds the global generator
+    y = items[: ell + 1] @ theta + alg.normal(0, noise_std, size=ell + 1)
+    V = np.eye(d) + items[: ell + 1].T @ items[: ell + 1]
+    th = np.linalg.solve(V, items[: ell + 1].T @ y)
+    Vinv = np.linalg.inv(V)
+    Z = alg.uniform(0, norm, size=(10_000, d))
+    rad = np.sqrt(d * np.log(n))
+    alpha = float(np.quantile(lcb(Z[None], th[None], Vinv[None], rad)[0], 1 - 1 / n))
+    ok = lcb(items[None, ell + 1 :], th[None], Vinv[None], rad)[0] >= alpha
+    X = items @ theta
+    tau = ell + 1 + int(ok.argmax()) if ok.any() else -1
+    hit = np.nonzero(np.all(items == Z[0], axis=1))[0]
+    t0 = int(hit[0]) if hit.size and hit[0] + len(Z) <= n else -1
+    if t0 >= 0 and not np.array_equal(items[t0 : t0 + len(Z)], Z):
+        t0 = -1
+    return dict(
+        reward=float(X[tau]) if tau >= 0 else 0.0,
+        maximum=float(X.max()),
+        tau=tau,
+        alpha=alpha,
+        z_offset=t0,
+        ell=ell,
+    )
+
+
+def adversarial_boxes(n: int, d: int, ell: int, *, a: float | None = None, low: float = 0.05):
+    r"""A non-i.i.d. instance that puts the value inside the exploration window.
+
+    Steps :math:`i\le\ell` draw features from :math:`[0,a]^d` (as the i.i.d. environment), later
+    steps from the small box :math:`[0,\text{low}\cdot a]^d`. Any rule that cannot stop during the
+    first ``ell`` steps earns at most :math:`\mathbb E\max_{i>\ell}X_i\le\text{low}\cdot
+    a\,\|\theta\|_1`, a vanishing share of :math:`\mathbb E\max_{i\le n}X_i` as
+    ``low`` :math:`\to0`.
+
+    Book: prf:`prop-16-window-value` in book/16-prophet-noisy-rewards/noniid.md.
+    """
+    n, ell = _check_horizon(n, ell)
+    d = positive_int(d, "d")
+    a = 1 / np.sqrt(d) if a is None else float(a)
+    if not 0 < low <= 1:
+        raise ValueError(f"low must be in (0, 1], got {low}")
+    lo = np.zeros((n, d))
+    hi = np.full((n, d), a)
+    hi[ell:] = low * a
+    return lo, hi
 
 
 # --------------------------------------------------------------------------- reporting
