@@ -9,10 +9,13 @@ module                         chapter folder
 ``dp_iv``                      ``book/04-dp-iv-regression/``
 ``qlearning_d2z``              ``book/07-q-learning-pd2z/``
 ``disagreement``               ``book/08-disagreement-discrepancy/``
+``saddle_to_saddle``           ``book/09-saddle-to-saddle/``
 ``benign_leaky``               ``book/10-benign-overfitting-leaky-relu/``
 ``adversarial_fragility``      ``book/12-adversarial-fragility/``
+``longtail_composition``       ``book/13-memorization-composition/``
 ``relu_regions``               ``book/14-relu-region-graph/``
 ``noisy_prophet``              ``book/16-prophet-noisy-rewards/``
+``length_generalization``      ``book/17-length-generalization/``
 ``fisher_metric``              ``book/18-fisher-neuromanifold/``
 ``rank_one_dynamics``          ``book/19-matrix-denoising-dynamics/``
 =============================  ==============================================

@@ -1,0 +1,679 @@
+"""Length generalization of limit transformers: hardmax attention, simulation by short inputs.
+
+Paper: Z. Izzo, E. Nichani, J. D. Lee, *Quantitative Bounds for Length Generalization in
+Transformers*, ICLR 2026 (arXiv:2510.27015, OpenReview ``TLSUIyBIfs``).
+Book chapter: ``book/17-length-generalization/``.
+
+The paper's proofs all rest on one *simulation principle* (``prop-17-simulation`` in
+``theory.md``): if every input :math:`x` has a short input :math:`z`, :math:`|z|\\le N`, with
+:math:`|f(x)-f(z)|,|g(x)-g(z)|\\le\\delta`, then
+
+.. math::  |f(x)-g(x)| \\le \\sup_{|z|\\le N}|f(z)-g(z)| + 2\\delta .
+
+With :math:`p`-bit arithmetic and logits scaled by :math:`\\log N`, a logit :math:`a` gets the
+unnormalised weight :math:`N^{-(a^\\star-a)}`, which rounds to zero once :math:`N\\ge 2^{p/\\gamma}`
+(:math:`\\gamma` = logit margin): attention becomes the uniform average over the argmax positions
+(``lem-17-hardmax``). This module implements that attention, a one-layer limit transformer written
+through its attainable tables, the deterministic short simulation of a long input, the Markov block
+subsampling of the paper's Lemma 5.3, the exact length thresholds of two toy classes, the shapes of
+the paper's bounds, and a small batched transformer trained on SimpleTask (torch).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import gammaln
+
+from lib.validate import check_generator, positive, positive_int, real, real_array
+
+__all__ = [
+    "finite_precision_softmax",
+    "hardmax",
+    "hardmax_threshold",
+    "logit_margin",
+    "OneLayerLT",
+    "random_one_layer_lt",
+    "simulate_short",
+    "largest_remainder",
+    "block_subsample",
+    "suffix_statistic_average",
+    "sticky_drifting_chain",
+    "attainable_stats",
+    "max_gap",
+    "min_train_length",
+    "thm41_N",
+    "thm52_N",
+    "absence_probability",
+    "sample_dirichlet_strings",
+    "simple_task_target",
+    "StackedAttentionReadout",
+    "simple_task_batch",
+    "train_simple_task",
+    "length_curve",
+]
+
+
+# --------------------------------------------------------------------------- finite precision
+def finite_precision_softmax(logits, n_ctx: int, bits: float) -> np.ndarray:
+    """Attention weights of a ``bits``-bit limit transformer at context length ``n_ctx``.
+
+    The unnormalised weight of logit :math:`a_j` is :math:`s_j=N^{-(a^\\star-a_j)}` (logits times
+    :math:`\\log N` after subtracting the max :math:`a^\\star`); it is rounded to zero when
+    :math:`s_j\\le 2^{-p}`, decided in the log domain: :math:`(a^\\star-a_j)\\log_2N\\ge p`.
+    The maximal logit is never dropped. ``bits=inf`` gives the exact softmax of :math:`a\\log N`.
+
+    Parameters
+    ----------
+    logits : array, shape (..., T)
+        :math:`a_{i,j}` over the key axis (last).
+    n_ctx : int
+        :math:`N\\ge1`, the context length that scales the logits.
+    bits : float
+        :math:`p>0` (``np.inf`` allowed).
+
+    Returns
+    -------
+    array, shape (..., T): weights summing to one over the last axis.
+
+    Book: :prf:ref:`lem-17-hardmax` in book/17-length-generalization/theory.md.
+    """
+    a = real_array(logits, "logits")
+    if a.ndim < 1 or a.shape[-1] == 0:
+        raise ValueError(f"logits must have a non-empty last axis, got shape {a.shape}")
+    n = positive_int(n_ctx, "n_ctx")
+    p = positive(bits, "bits", allow_inf=True)
+    gap = a.max(axis=-1, keepdims=True) - a  # a* - a >= 0
+    log2_s = -gap * math.log2(n)  # log2 of N^{-(a*-a)}
+    keep = -log2_s < p  # rounded to 0 iff s <= 2^{-p}
+    s = np.where(keep, np.exp2(log2_s), 0.0)
+    return s / s.sum(axis=-1, keepdims=True)
+
+
+def hardmax(logits) -> np.ndarray:
+    """Uniform weights on the argmax positions (exact ties), shape as ``logits``.
+
+    Book: :prf:ref:`lem-17-hardmax` in book/17-length-generalization/theory.md.
+    """
+    a = real_array(logits, "logits")
+    if a.ndim < 1 or a.shape[-1] == 0:
+        raise ValueError(f"logits must have a non-empty last axis, got shape {a.shape}")
+    top = (a == a.max(axis=-1, keepdims=True)).astype(float)
+    return top / top.sum(axis=-1, keepdims=True)
+
+
+def hardmax_threshold(bits: float, gamma: float) -> float:
+    """:math:`2^{p/\\gamma}`: from this context length on, every non-maximal weight rounds to 0.
+
+    Book: :prf:ref:`lem-17-hardmax` in book/17-length-generalization/theory.md.
+    """
+    p = positive(bits, "bits")
+    g = positive(gamma, "gamma")
+    return float(2.0 ** (p / g))
+
+
+def logit_margin(logit_values) -> float:
+    """:math:`\\gamma`: smallest gap between distinct attainable logits (inf if only one)."""
+    v = np.unique(real_array(logit_values, "logit_values").ravel())
+    if v.size == 0:
+        raise ValueError("logit_values must not be empty")
+    return float(np.diff(v).min()) if v.size > 1 else math.inf
+
+
+# ------------------------------------------------------------------ one-layer limit transformer
+@dataclass(frozen=True)
+class OneLayerLT:
+    """A batch of ``M`` one-layer, :math:`\\tau`-local, :math:`\\Delta`-periodic limit transformers.
+
+    Each model is written through the tables it can attain (any such table is realised by
+    embeddings, periodic positional codes and a bilinear form of large enough width):
+
+    * ``logit_table`` (M, S, Δ, Δ): :math:`\\Lambda[y,r,r']` = token-blind key logit of a key at
+      residue :math:`r'` for a query token :math:`y` at residue :math:`r` (keys ignore tokens, so
+      whole residue classes tie: this is what makes the model *count*);
+    * ``phi`` (M, τ+1): local bias :math:`\\phi(t)` added to the key at offset
+      :math:`t\\le\\tau` from the query;
+    * ``values`` (M, S, Δ, d): :math:`V(E_s+P_r)`; ``embed`` (M, S, Δ, d): residual stream
+      :math:`E_y+P_r`;
+    * readout :math:`f=w^\\top(h+B\\,\\mathrm{relu}(Ah+b))` with ``A`` (M,h,d), ``b`` (M,h),
+      ``B`` (M,d,h), ``w_out`` (M,d).
+
+    Positions are 1-indexed; position :math:`j` has residue :math:`j\\bmod\\Delta`.
+    """
+
+    logit_table: np.ndarray
+    phi: np.ndarray
+    values: np.ndarray
+    embed: np.ndarray
+    A: np.ndarray
+    b: np.ndarray
+    B: np.ndarray
+    w_out: np.ndarray
+
+    def __post_init__(self):
+        lt = real_array(self.logit_table, "logit_table", ndim=4)
+        M, S, D, D2 = lt.shape
+        if D != D2:
+            raise ValueError(f"logit_table must have shape (M, S, Δ, Δ), got {lt.shape}")
+        real_array(self.phi, "phi", ndim=2, shape=(M, None))
+        d = real_array(self.values, "values", ndim=4, shape=(M, S, D, None)).shape[-1]
+        real_array(self.embed, "embed", shape=(M, S, D, d))
+        h = real_array(self.A, "A", shape=(M, None, d)).shape[1]
+        real_array(self.b, "b", shape=(M, h))
+        real_array(self.B, "B", shape=(M, d, h))
+        real_array(self.w_out, "w_out", shape=(M, d))
+
+    @property
+    def n_models(self) -> int:
+        return self.logit_table.shape[0]
+
+    @property
+    def n_tokens(self) -> int:
+        return self.logit_table.shape[1]
+
+    @property
+    def period(self) -> int:
+        return self.logit_table.shape[2]
+
+    @property
+    def tau(self) -> int:
+        return self.phi.shape[1] - 1
+
+    def logits(self, x) -> np.ndarray:
+        """Logits of the last query over all keys, shape (M, T)."""
+        x = _tokens(x, self.n_tokens)
+        T, D = x.size, self.period
+        r = np.arange(1, T + 1) % D
+        a = self.logit_table[:, x[-1], T % D][:, r].copy()  # (M, T)
+        k = min(self.tau, T - 1)
+        a[:, T - 1 - np.arange(k + 1)] += self.phi[:, : k + 1]  # local bias phi(t), t = T - j
+        return a
+
+    def forward(self, x, bits: float = math.inf, *, exact_hardmax: bool = False) -> np.ndarray:
+        """Output at the last position, shape (M,): explicit attention over all ``T`` keys.
+
+        ``bits`` selects the :math:`p`-bit attention of :func:`finite_precision_softmax` with
+        :math:`N=T`; ``exact_hardmax=True`` uses :func:`hardmax` instead.
+        """
+        x = _tokens(x, self.n_tokens)
+        T, D, S = x.size, self.period, self.n_tokens
+        a = self.logits(x)
+        w = hardmax(a) if exact_hardmax else finite_precision_softmax(a, T, bits)
+        cls = x * D + np.arange(1, T + 1) % D  # (token, residue) class of each key
+        W = np.zeros((self.n_models, S * D))
+        np.add.at(W.T, cls, w.T)  # attention mass per class, (M, S*Δ)
+        attn = np.einsum("mc,mcd->md", W, self.values.reshape(self.n_models, S * D, -1))
+        h = self.embed[:, x[-1], T % D] + attn
+        hid = np.maximum(np.einsum("mhd,md->mh", self.A, h) + self.b, 0.0)
+        return np.einsum("md,md->m", self.w_out, h + np.einsum("mdh,mh->md", self.B, hid))
+
+    def readout_lipschitz(self) -> np.ndarray:
+        """:math:`\\|w\\|_2(1+\\|B\\|_2\\|A\\|_2)`: Lipschitz constant of the readout in
+        :math:`h`, shape (M,)."""
+        nA = np.linalg.norm(self.A, ord=2, axis=(1, 2))
+        nB = np.linalg.norm(self.B, ord=2, axis=(1, 2))
+        return np.linalg.norm(self.w_out, axis=1) * (1.0 + nA * nB)
+
+    def value_bound(self) -> np.ndarray:
+        """:math:`V_{\\max}=\\max_{s,r}\\|V(E_s+P_r)\\|_2`, shape (M,)."""
+        return np.linalg.norm(self.values, axis=-1).reshape(self.n_models, -1).max(axis=1)
+
+
+def _tokens(x, S: int) -> np.ndarray:
+    arr = np.asarray(x)
+    if arr.ndim != 1 or arr.size == 0 or not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"x must be a non-empty 1-D integer array, got shape {arr.shape}")
+    if arr.min() < 0 or arr.max() >= S:
+        raise ValueError(f"x must have tokens in 0..{S - 1}")
+    return arr.astype(np.int64)
+
+
+def random_one_layer_lt(
+    n_models: int, S: int, Delta: int, tau: int, d: int, hidden: int, rng, *, logit_range: int = 3
+) -> OneLayerLT:
+    """``n_models`` random one-layer limit transformers, integer logits (:math:`\\gamma=1`).
+
+    Logit tables and local biases are integers in :math:`[-r, r]` (``r = logit_range``), so every
+    attainable logit is an integer and the logit margin is at least 1; the rest is Gaussian with
+    variance :math:`1/\\text{fan-in}`.
+    """
+    M = positive_int(n_models, "n_models")
+    S, D = positive_int(S, "S"), positive_int(Delta, "Delta")
+    t = positive_int(tau + 1, "tau + 1") - 1
+    d, h = positive_int(d, "d"), positive_int(hidden, "hidden")
+    g = check_generator(rng)
+    r = positive_int(logit_range, "logit_range")
+    return OneLayerLT(
+        logit_table=g.integers(-r, r + 1, (M, S, D, D)).astype(float),
+        phi=g.integers(-r, r + 1, (M, t + 1)).astype(float),
+        values=g.standard_normal((M, S, D, d)) / np.sqrt(d),
+        embed=g.standard_normal((M, S, D, d)) / np.sqrt(d),
+        A=g.standard_normal((M, h, d)) / np.sqrt(d),
+        b=g.standard_normal((M, h)) / np.sqrt(d),
+        B=g.standard_normal((M, d, h)) / np.sqrt(h),
+        w_out=g.standard_normal((M, d)) / np.sqrt(d),
+    )
+
+
+# --------------------------------------------------------------------- deterministic simulation
+def largest_remainder(counts, slots: int) -> np.ndarray:
+    """Integers :math:`a_s\\ge0`, :math:`\\sum a_s=k`, :math:`|a_s-kc_s/\\sum c|<1` (Hamilton)."""
+    c = real_array(counts, "counts", ndim=1)
+    if c.min() < 0 or c.sum() <= 0:
+        raise ValueError("counts must be non-negative with a positive sum")
+    k = int(slots)
+    if k < 0:
+        raise ValueError(f"slots must be >= 0, got {k}")
+    q = k * c / c.sum()
+    a = np.floor(q).astype(np.int64)
+    extra = k - int(a.sum())
+    if extra > 0:
+        a[np.argsort(-(q - a), kind="stable")[:extra]] += 1
+    return a
+
+
+def simulate_short(x, n: int, Delta: int, tau: int, *, copy_suffix: bool = True) -> np.ndarray:
+    """A short input :math:`z`, :math:`|z|\\le n`, that a one-layer hardmax limit transformer cannot
+    tell from :math:`x` up to :math:`O(1/n)`.
+
+    (i) copy the last :math:`\\tau+1` tokens; (ii) prefix length :math:`m'\\le n-\\tau-1` with
+    :math:`m'+\\tau+1\\equiv T \\pmod\\Delta`; (iii) for each residue :math:`r` give the prefix
+    slots of residue :math:`r` tokens in the proportions of :math:`x`'s prefix positions of residue
+    :math:`r` (largest remainder); (iv) fill the slots. With ``copy_suffix=False`` (a control) the
+    suffix is not copied: all :math:`|z|` positions are filled from the residue histograms of the
+    whole of :math:`x`.
+
+    Book: :prf:ref:`prop-17-deterministic` in book/17-length-generalization/simulation.md.
+    """
+    x = np.asarray(x)
+    if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or x.size == 0:
+        raise ValueError("x must be a non-empty 1-D integer array")
+    D = positive_int(Delta, "Delta")
+    t = positive_int(tau + 1, "tau + 1") - 1
+    n = positive_int(n, "n")
+    if n < t + 1 + D:
+        raise ValueError(f"n must be >= tau + 1 + Delta = {t + 1 + D}, got {n}")
+    T = x.size
+    if T <= n:
+        return x.copy()
+    keep = t + 1 if copy_suffix else 0
+    m = n - keep
+    m -= (m + keep - T) % D  # m + keep ≡ T (mod Δ)
+    src = x[: T - keep]
+    pos_src = np.arange(1, src.size + 1) % D
+    pos_z = np.arange(1, m + 1) % D
+    S = int(x.max()) + 1
+    z = np.empty(m, dtype=x.dtype)
+    for r in range(D):
+        slots = np.flatnonzero(pos_z == r)
+        if slots.size == 0:
+            continue
+        counts = np.bincount(src[pos_src == r], minlength=S)
+        alloc = largest_remainder(counts, slots.size)
+        z[slots] = np.repeat(np.arange(S), alloc)
+    return np.concatenate([z, x[T - keep :]]) if keep else z
+
+
+# --------------------------------------------------------------------------- Lemma 5.3
+def block_subsample(T: int, n: int, tau: int, rng, B: int | None = None) -> np.ndarray:
+    """Kept indices (sorted) of a keep/skip Markov chain over positions ``0..T-1``.
+
+    Keep-runs are geometric with mean :math:`B`
+    (default :math:`\\lceil(\\tau+1)^{2/3}n^{1/3}\\rceil`),
+    skip-runs geometric with mean :math:`B(T/n-1)`, so about ``n`` positions are kept in long
+    contiguous blocks at random places. The chain starts in its stationary law.
+
+    Book: :prf:ref:`lem-17-subsampling` in book/17-length-generalization/simulation.md.
+    """
+    T, n = positive_int(T, "T"), positive_int(n, "n")
+    t = positive_int(tau + 1, "tau + 1") - 1
+    g = check_generator(rng)
+    if n >= T:
+        raise ValueError(f"n must be < T = {T}, got {n}")
+    if B is None:
+        B = math.ceil((t + 1) ** (2 / 3) * n ** (1 / 3))
+    B = positive_int(B, "B")
+    mean_skip = B * (T / n - 1)
+    cycles = int(2 * T / (B + mean_skip)) + 16
+    runs = np.empty(0, dtype=np.int64)
+    state0 = g.random() < n / T
+    while runs.sum() < T:
+        keep = g.geometric(1.0 / B, cycles)
+        skip = g.geometric(min(1.0, 1.0 / mean_skip), cycles)
+        pair = np.stack([keep, skip], 1) if state0 else np.stack([skip, keep], 1)
+        runs = np.concatenate([runs, pair.ravel()])
+    states = np.resize(np.array([state0, not state0]), runs.size)
+    mask = np.repeat(states, runs)[:T]
+    return np.flatnonzero(mask)
+
+
+def suffix_statistic_average(x, U, tau: int) -> float:
+    """:math:`\\frac1{T-\\tau}\\sum_{t>\\tau}q(x_{t-\\tau:t},\\mu(x_{\\le t}))` with
+    :math:`q(w,\\mu)=\\tanh\\langle U[w],\\mu\\rangle`.
+
+    ``U`` has shape (S**(τ+1), S): one vector per window :math:`w` (window read as a base-S
+    number, oldest token first). :math:`|q|\\le1` and :math:`q` is :math:`\\max|U|`-Lipschitz in
+    :math:`\\mu` for the :math:`\\ell_1` norm.
+    """
+    x = np.asarray(x)
+    t = positive_int(tau + 1, "tau + 1") - 1
+    U = real_array(U, "U", ndim=2)
+    S = U.shape[1]
+    if U.shape[0] != S ** (t + 1):
+        raise ValueError(
+            f"U must have shape (S**(tau+1), S) = ({S ** (t + 1)}, {S}), got {U.shape}"
+        )
+    if x.ndim != 1 or x.size <= t or not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"x must be a 1-D integer array longer than tau = {t}")
+    T = x.size
+    mu = np.cumsum(np.eye(S)[x], axis=0) / np.arange(1, T + 1)[:, None]  # mu(x_{<=t})
+    code = np.zeros(T - t, dtype=np.int64)
+    for k in range(t + 1):  # window x_{t-tau..t} as a base-S number
+        code = code * S + x[k : T - t + k]
+    return float(np.tanh(np.einsum("ts,ts->t", U[code], mu[t:])).mean())
+
+
+def sticky_drifting_chain(T: int, S: int, stay: float, rng) -> np.ndarray:
+    """A length-``T`` string: with prob. ``stay`` repeat the last token, else draw from a law that
+    drifts linearly from one Dirichlet(1) draw to another over the string."""
+    T, S = positive_int(T, "T"), positive_int(S, "S")
+    p = real(stay, "stay", lo=0.0, hi=1.0, hi_open=True)
+    g = check_generator(rng)
+    p0, p1 = g.dirichlet(np.ones(S)), g.dirichlet(np.ones(S))
+    frac = np.arange(T)[:, None] / max(T - 1, 1)
+    law = (1 - frac) * p0 + frac * p1
+    fresh = (law.cumsum(1) > g.random((T, 1))).argmax(1)
+    move = g.random(T) >= p
+    move[0] = True
+    idx = np.maximum.accumulate(np.where(move, np.arange(T), 0))
+    return fresh[idx]
+
+
+# --------------------------------------------------------------------------- exact toy thresholds
+def _class_sizes(N: int, Delta: int, k: int) -> np.ndarray:
+    T = np.arange(1, N + 1)
+    return (T - k) // Delta + 1 if k >= 1 else T // Delta  # #{t<=T : t ≡ k mod Δ}
+
+
+def attainable_stats(task: str, N: int, Delta: int | None = None, k: int = 1) -> np.ndarray:
+    """Sorted statistic values that inputs of length :math:`\\le N` can produce.
+
+    * ``"simple"``: :math:`m=(c_0-c_1)/(c_0+c_1)=2c_0/T-1`, :math:`1\\le T\\le N`;
+    * ``"modp"``: fraction of ones among positions :math:`t\\equiv k\\pmod\\Delta` (1-indexed).
+
+    Book: :prf:ref:`prop-17-toy` in book/17-length-generalization/theory.md.
+    """
+    N = positive_int(N, "N")
+    if task == "simple":
+        dens = np.arange(1, N + 1)
+        num_scale = 2.0
+        offset = -1.0
+    elif task == "modp":
+        if Delta is None:
+            raise ValueError("Delta is required for task 'modp'")
+        D = positive_int(Delta, "Delta")
+        if not (0 <= k < D):
+            raise ValueError(f"k must be in 0..Delta-1, got {k}")
+        sizes = _class_sizes(N, D, k)
+        dens = np.unique(sizes[sizes > 0])
+        if dens.size == 0:
+            raise ValueError(f"no position <= N = {N} is ≡ k = {k} (mod Delta = {D})")
+        num_scale, offset = 1.0, 0.0
+    else:
+        raise ValueError(f"task must be 'simple' or 'modp', got {task!r}")
+    vals = [num_scale * np.arange(q + 1) / q + offset for q in dens]
+    return np.unique(np.concatenate(vals))
+
+
+def max_gap(v) -> float:
+    """Largest gap between consecutive sorted values of ``v``."""
+    v = np.sort(real_array(v, "v", ndim=1))
+    if v.size < 2:
+        raise ValueError("v needs at least two values")
+    return float(np.diff(v).max())
+
+
+def min_train_length(task: str, eps: float, L: float, Delta: int | None = None) -> int:
+    """Smallest :math:`N` with :math:`L\\cdot\\mathrm{gap}_N\\le\\varepsilon`, by bisection over
+    :math:`N` on the enumerated attainable set (the gap is non-increasing: the sets are nested).
+
+    For two :math:`L`-Lipschitz readouts agreeing on all lengths :math:`\\le N`,
+    :math:`\\sup|f-g|=L\\cdot\\mathrm{gap}_N` at worst (a tent in the largest gap).
+
+    Book: :prf:ref:`prop-17-toy` in book/17-length-generalization/theory.md.
+    """
+    e, Lc = positive(eps, "eps"), positive(L, "L")
+
+    def ok(N: int) -> bool:
+        return Lc * max_gap(attainable_stats(task, N, Delta)) <= e * (1 + 1e-9)  # rounding slack
+
+    lo, hi = 1, 2
+    while not ok(hi):
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:  # invariant: not ok(lo) or lo == 1, ok(hi)
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return 1 if ok(1) else hi
+
+
+# --------------------------------------------------------------------------- shapes of the bounds
+def thm41_N(bits, gamma, L, Delta, S, tau, eps, const: float = 1.0) -> float:
+    """Shape of Theorem 4.1 (constant 1):
+    :math:`\\max\\{2^{p/\\gamma},\\,L^2\\Delta^7|\\Sigma|^6\\tau^2/\\varepsilon^2\\}`."""
+    return max(
+        hardmax_threshold(bits, gamma),
+        positive(const, "const")
+        * positive(L, "L") ** 2
+        * positive_int(Delta, "Delta") ** 7
+        * positive_int(S, "S") ** 6
+        * positive_int(tau, "tau") ** 2
+        / positive(eps, "eps") ** 2,
+    )
+
+
+def thm52_N(C, gamma_f, gamma_g, eps, form: str = "power") -> float:
+    """Shape of Theorem 5.2: ``power`` :math:`(C/\\varepsilon)^{\\max(1/\\gamma_f,1/\\gamma_g,3)}`,
+    or ``product`` :math:`C\\,\\varepsilon^{-\\max(\\cdot)}` (the two printed forms)."""
+    C, e = positive(C, "C"), positive(eps, "eps")
+    ex = max(1 / positive(gamma_f, "gamma_f"), 1 / positive(gamma_g, "gamma_g"), 3.0)
+    if form == "power":
+        return (C / e) ** ex
+    if form == "product":
+        return C * e ** (-ex)
+    raise ValueError(f"form must be 'power' or 'product', got {form!r}")
+
+
+# ------------------------------------------------------------------ Dirichlet inputs (Thm 4.2)
+def absence_probability(T, alpha_s: float, alpha_total: float) -> np.ndarray:
+    """:math:`P(\\text{token } s \\text{ absent from } x_{1:T})=E(1-\\pi_s)^T` for
+    :math:`\\pi\\sim\\mathrm{Dir}(\\alpha)`:
+    :math:`\\frac{\\Gamma(A)\\Gamma(A-\\alpha_s+T)}{\\Gamma(A-\\alpha_s)\\Gamma(A+T)}\\sim
+    \\frac{\\Gamma(A)}{\\Gamma(A-\\alpha_s)}T^{-\\alpha_s}`, :math:`A=\\sum\\alpha`.
+
+    Book: :prf:ref:`prop-17-absence` in book/17-length-generalization/theory.md.
+    """
+    T = real_array(T, "T")
+    if np.any(T < 0):
+        raise ValueError("T must be >= 0")
+    a = positive(alpha_s, "alpha_s")
+    A = positive(alpha_total, "alpha_total")
+    if A <= a:
+        raise ValueError("alpha_total must exceed alpha_s")
+    return np.exp(gammaln(A) + gammaln(A - a + T) - gammaln(A - a) - gammaln(A + T))
+
+
+def sample_dirichlet_strings(batch: int, T: int, alpha, rng) -> np.ndarray:
+    """``batch`` strings of length ``T``: :math:`\\pi\\sim\\mathrm{Dir}(\\alpha)` per string,
+    tokens i.i.d. :math:`\\pi`."""
+    b, T = positive_int(batch, "batch"), positive_int(T, "T")
+    al = real_array(alpha, "alpha", ndim=1)
+    if al.size < 2 or np.any(al <= 0):
+        raise ValueError("alpha must have >= 2 positive entries")
+    g = check_generator(rng)
+    pi = g.dirichlet(al, b)  # (batch, S)
+    u = g.random((b, T, 1))
+    return (pi.cumsum(1)[:, None, :] < u).sum(-1).clip(max=al.size - 1)
+
+
+def simple_task_target(x, omega: float) -> np.ndarray:
+    """SimpleTask: :math:`\\sin(\\omega(c_0-c_1)/(c_0+c_1))` over the last axis of binary ``x``."""
+    x = np.asarray(x)
+    T = x.shape[-1]
+    m = (T - 2 * x.sum(-1)) / T
+    return np.sin(real(omega, "omega") * m)
+
+
+# --------------------------------------------------------------------- tiny transformer (torch)
+class StackedAttentionReadout:
+    """``M`` independent one-layer, one-head transformers without positional encoding, trained
+    together (every weight has a leading model axis). Only the last query is computed:
+
+    .. math:: h=E_{x_T}+\\sum_{j\\le T}\\mathrm{softmax}_j
+              \\big(\\langle W_qE_{x_T},W_kE_{x_j}\\rangle/\\sqrt d\\big)W_vE_{x_j},
+              \\qquad f=w^\\top\\mathrm{relu}(W_1h+b_1)+c.
+
+    Without positional encoding the keys and values of position :math:`j` depend on :math:`x_j`
+    alone, so the softmax sum regroups exactly by token:
+    :math:`\\sum_s c_s e^{\\ell_s}W_vE_s/\\sum_s c_s e^{\\ell_s}` with counts :math:`c_s`.
+    :meth:`from_counts` computes that (cost independent of :math:`T`); :meth:`__call__` runs the
+    explicit attention over a padded sequence, and a unit test checks that the two agree.
+
+    Book: :numref:`fig-17-train-curves` in book/17-length-generalization/training.md.
+    """
+
+    def __init__(self, M: int, S: int, d: int, hidden: int, gen):
+        import torch
+
+        M, S = positive_int(M, "M"), positive_int(S, "S")
+        d, h = positive_int(d, "d"), positive_int(hidden, "hidden")
+
+        def p(*shape, scale):
+            return (
+                torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+            ).requires_grad_()
+
+        self.E = p(M, S, d, scale=1.0)
+        self.Wq, self.Wk, self.Wv = (p(M, d, d, scale=d**-0.5) for _ in range(3))
+        self.W1, self.b1 = p(M, d, h, scale=d**-0.5), p(M, 1, h, scale=0.0)
+        self.w2, self.c = p(M, h, scale=h**-0.5), p(M, 1, scale=0.0)
+        self.d = d
+
+    def parameters(self):
+        return [self.E, self.Wq, self.Wk, self.Wv, self.W1, self.b1, self.w2, self.c]
+
+    def _readout(self, h):
+        import torch
+
+        hid = torch.relu(torch.einsum("mbe,meh->mbh", h, self.W1) + self.b1)
+        return torch.einsum("mbh,mh->mb", hid, self.w2) + self.c
+
+    def __call__(self, tokens, lengths):
+        """Explicit forward: ``tokens`` (M, batch, T) long, ``lengths`` (M, batch) -> (M, batch)."""
+        import torch
+
+        M, nb, T = tokens.shape
+        emb = torch.gather(self.E, 1, tokens.reshape(M, -1, 1).expand(-1, -1, self.d))
+        emb = emb.reshape(M, nb, T, self.d)
+        idx = (lengths - 1)[..., None, None].expand(-1, -1, 1, self.d)
+        last = torch.gather(emb, 2, idx)[:, :, 0]
+        q = torch.einsum("mbd,mde->mbe", last, self.Wq)
+        k = torch.einsum("mbtd,mde->mbte", emb, self.Wk)
+        v = torch.einsum("mbtd,mde->mbte", emb, self.Wv)
+        s = torch.einsum("mbe,mbte->mbt", q, k) / math.sqrt(self.d)
+        pad = torch.arange(T)[None, None, :] >= lengths[..., None]
+        w = torch.softmax(s.masked_fill(pad, -torch.inf), dim=-1)
+        return self._readout(last + torch.einsum("mbt,mbte->mbe", w, v))
+
+    def from_counts(self, counts, last):
+        """Same output from token counts ``counts`` (M, batch, S) and last tokens ``last``
+        (M, batch)."""
+        import torch
+
+        M = counts.shape[0]
+        e_last = torch.gather(self.E, 1, last.reshape(M, -1, 1).expand(-1, -1, self.d))
+        q = torch.einsum("mbd,mde->mbe", e_last, self.Wq)
+        k = torch.einsum("msd,mde->mse", self.E, self.Wk)
+        v = torch.einsum("msd,mde->mse", self.E, self.Wv)
+        s = torch.einsum("mbe,mse->mbs", q, k) / math.sqrt(self.d)
+        logw = s + torch.log(counts)  # log(c_s e^{l_s}); c_s = 0 gives weight 0
+        w = torch.softmax(logw, dim=-1)
+        return self._readout(e_last + torch.einsum("mbs,mse->mbe", w, v))
+
+
+def simple_task_batch(omegas, n_max, batch: int, rng, *, fixed_length: bool = False):
+    """SimpleTask data for ``M`` models: binary strings, :math:`\\pi\\sim\\mathrm{Dir}(1,1)` each.
+
+    Lengths are uniform on :math:`1..N_i` (``n_max[i]``), or all equal to :math:`N_i` when
+    ``fixed_length``. Returns ``(counts (M,b,2), last (M,b), lengths (M,b), target (M,b))`` with
+    target :math:`\\sin(\\omega_i (c_0-c_1)/(c_0+c_1))`. The string is exchangeable given
+    :math:`\\pi`, so counts and last token are drawn directly: :math:`x_T\\sim\\pi`, the other
+    :math:`T-1` tokens binomial.
+    """
+    g = check_generator(rng)
+    b = positive_int(batch, "batch")
+    n_max = np.asarray(n_max, dtype=np.int64)
+    om = np.asarray(omegas, dtype=float)
+    if n_max.shape != om.shape or n_max.ndim != 1 or np.any(n_max < 1):
+        raise ValueError("n_max must be positive integers, one per entry of omegas")
+    M = om.size
+    if fixed_length:
+        L = np.broadcast_to(n_max[:, None], (M, b)).copy()
+    else:
+        L = (g.random((M, b)) * n_max[:, None]).astype(np.int64) + 1
+    p1 = g.random((M, b))  # first coordinate of Dir(1,1) is Uniform(0,1): P(token 1)
+    last = (g.random((M, b)) < p1).astype(np.int64)
+    ones = g.binomial(L - 1, p1) + last
+    counts = np.stack([L - ones, ones], -1).astype(float)
+    y = np.sin(om[:, None] * (L - 2 * ones) / L)
+    return counts, last, L, y
+
+
+def train_simple_task(omegas, n_train, steps: int, rng, gen, *, d=8, hidden=64, batch=256, lr=1e-2):
+    """Train ``M=len(omegas)`` models of :class:`StackedAttentionReadout` on SimpleTask at once.
+
+    Model ``i`` sees fresh batches each step with lengths uniform on :math:`1..N_i` (``n_train[i]``)
+    and target :math:`\\sin(\\omega_i m)`; Adam with cosine decay, squared loss. Returns the model.
+
+    Book: :numref:`fig-17-train-curves` in book/17-length-generalization/training.md.
+    """
+    import torch
+
+    g = check_generator(rng)
+    steps = positive_int(steps, "steps")
+    if len(omegas) != len(n_train):
+        raise ValueError("omegas and n_train must have the same length")
+    model = StackedAttentionReadout(len(omegas), 2, d, hidden, gen)
+    opt = torch.optim.Adam(model.parameters(), lr=positive(lr, "lr"), foreach=True)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    for _ in range(steps):
+        counts, last, _, y = simple_task_batch(omegas, n_train, batch, g)
+        out = model.from_counts(torch.from_numpy(counts), torch.from_numpy(last))
+        loss = ((out - torch.from_numpy(y)) ** 2).mean(1).sum()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        sched.step()
+    return model
+
+
+def length_curve(model, omegas, lengths, n_eval: int, rng) -> np.ndarray:
+    """Normalised test loss :math:`E(f-f^\\star)^2/\\mathrm{Var}f^\\star` at fixed lengths.
+
+    ``lengths`` (M, K): the test lengths of each model. Returns (M, K).
+    """
+    import torch
+
+    g = check_generator(rng)
+    lengths = np.asarray(lengths, dtype=np.int64)
+    M, K = lengths.shape
+    out = np.empty((M, K))
+    with torch.no_grad():
+        for k in range(K):
+            counts, last, _, y = simple_task_batch(
+                omegas, lengths[:, k], n_eval, g, fixed_length=True
+            )
+            f = model.from_counts(torch.from_numpy(counts), torch.from_numpy(last)).numpy()
+            out[:, k] = ((f - y) ** 2).mean(1) / y.var(1)
+    return out

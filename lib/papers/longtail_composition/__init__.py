@@ -1,0 +1,358 @@
+r"""Memorizing long-tail features and composing them: the linear model (chapter 13).
+
+Paper: M. Zhou, H. Ma, R. Ge, *Memorizing Long-tail Data Can Help Generalization Through
+Composition*, ICLR 2026 (arXiv:2510.16322, OpenReview ``UBoCMU5iYV``).
+
+Chapter folder: ``book/13-memorization-composition/``. The small networks of the chapter's
+composition experiment live in :mod:`lib.papers.longtail_composition.nets` (torch).
+
+The model (our reconstruction): features :math:`x_i=\epsilon_i b_i` with independent
+:math:`b_i\sim\mathrm{Bern}(p_i)`, Rademacher signs :math:`\epsilon_i`, a power law
+:math:`p_i=\min\{1,\ s\,i^{-\alpha}/Z_\alpha\}` with :math:`Z_\alpha=\sum_{i\le d}i^{-\alpha}`,
+labels :math:`y=\langle\beta^*,x\rangle+\xi`, and the minimum-norm interpolant that gradient
+descent from zero reaches,
+
+.. math::
+    \hat\beta = X^{+}y,\qquad
+    \hat\beta_i=\beta^*_i+(X^+\xi)_i\ \text{ for every } i \text{ with } e_i\in\mathrm{row}(X),
+
+and, because the coordinates are uncorrelated (:math:`\mathbb E[x_ix_j]=p_i\delta_{ij}`), the exact
+in-distribution excess loss :math:`L_{ID}(\hat\beta)=\sum_ip_i(\hat\beta_i-\beta^*_i)^2`.
+
+Conventions: a design matrix ``X`` has shape ``(n, d)`` (rows are samples), ``p`` and ``beta``
+have shape ``(d,)``; feature ``i`` of the book (1-based) is column ``i-1``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg
+
+from lib.validate import (
+    check_generator,
+    nonnegative_int,
+    positive,
+    positive_int,
+    probabilities,
+    real_array,
+)
+
+__all__ = [
+    "powerlaw_probs",
+    "common_cutoff",
+    "sample_longtail",
+    "min_norm_solution",
+    "gd_from_zero",
+    "identifiable_mask",
+    "peel_recoverable",
+    "feature_counts",
+    "clean_singletons",
+    "id_loss_exact",
+    "missing_mass",
+    "tail_count_probs",
+    "ood_excess_loss",
+    "ood_sample",
+]
+
+
+def _design(X, name: str = "X") -> np.ndarray:
+    return real_array(X, name, ndim=2)
+
+
+def powerlaw_probs(d: int, s: float, alpha: float) -> np.ndarray:
+    r"""Feature frequencies :math:`p_i=\min\{1,\ s\,i^{-\alpha}/Z_\alpha\}`.
+
+    The normaliser is :math:`Z_\alpha=\sum_{i\le d}i^{-\alpha}`.
+
+    Parameters
+    ----------
+    d : int
+        Number of features :math:`d`.
+    s : float
+        Nominal sparsity :math:`s` (``0 < s <= d``); :math:`\sum_ip_i=s` only when nothing
+        is clipped.
+    alpha : float
+        Power-law exponent :math:`\alpha>0`.
+
+    Returns
+    -------
+    p : array, shape (d,), non-increasing, entries in (0, 1].
+
+    Book: :prf:ref:`def-13-model` in book/13-memorization-composition/theory.md.
+    """
+    d = positive_int(d, "d")
+    s = positive(s, "s")
+    alpha = positive(alpha, "alpha")
+    if s > d:
+        raise ValueError(f"s must be at most d={d}, got {s}")
+    w = np.arange(1, d + 1, dtype=float) ** (-alpha)
+    return np.minimum(1.0, s * w / w.sum())
+
+
+def common_cutoff(p, n: int, c: float = 10.0) -> int:
+    r"""Number of common features :math:`k=\#\{i: n\,p_i\ge c\}` (the experiments use c=10)."""
+    p = probabilities(p, "p", ndim=1)
+    n = positive_int(n, "n")
+    c = positive(c, "c")
+    return int(np.count_nonzero(n * p >= c))
+
+
+def sample_longtail(n: int, p, rng: np.random.Generator) -> np.ndarray:
+    r"""Draw ``n`` rows :math:`x_i=\epsilon_ib_i`, :math:`b_i\sim\mathrm{Bern}(p_i)`, random signs.
+
+    Returns a dense float array of shape ``(n, d)`` with entries in :math:`\{-1,0,1\}`.
+    """
+    n = positive_int(n, "n")
+    p = probabilities(p, "p", ndim=1)
+    check_generator(rng)
+    on = rng.random((n, p.size)) < p
+    signs = rng.integers(0, 2, size=(n, p.size), dtype=np.int8) * 2 - 1
+    return np.where(on, signs, 0).astype(float)
+
+
+def _row_space(X: np.ndarray, rcond: float):
+    """Thin SVD of X restricted to its non-zero columns: (columns, U_r, s_r, Vt_r).
+
+    With m seen columns, an SVD of the n x m block when m <= n, otherwise an eigendecomposition
+    of the n x n Gram matrix X X^T = U diag(s^2) U^T (then Vt = diag(1/s) U^T X).
+    """
+    cols = np.flatnonzero(np.any(X != 0, axis=0))
+    if cols.size == 0:
+        return cols, np.zeros((X.shape[0], 0)), np.zeros(0), np.zeros((0, 0))
+    Xr = X[:, cols]
+    if cols.size <= X.shape[0]:
+        U, s, Vt = linalg.svd(Xr, full_matrices=False, lapack_driver="gesdd")
+        r = int(np.count_nonzero(s > rcond * s[0]))
+        return cols, U[:, :r], s[:r], Vt[:r]
+    w, U = linalg.eigh(Xr @ Xr.T)
+    keep = w > max(rcond, 1e-12) * w[-1]
+    U, s = U[:, keep], np.sqrt(w[keep])
+    return cols, U, s, (U.T @ Xr) / s[:, None]
+
+
+def min_norm_solution(X, y, rcond: float = 1e-10) -> np.ndarray:
+    r"""The minimum-norm least-squares solution :math:`\hat\beta=X^+y` (the limit of GD from zero).
+
+    Unseen features (all-zero columns) get exactly :math:`\hat\beta_i=0`; the SVD is taken of the
+    seen columns only, so the cost is :math:`O(n\,m\min(n,m))` with :math:`m` seen features.
+
+    Parameters
+    ----------
+    X : array, shape (n, d)
+    y : array, shape (n,) or (n, q)
+        One or several label vectors (one column per noise draw).
+    rcond : float
+        Singular values below ``rcond * s_max`` count as zero (duplicate rows make
+        :math:`XX^\top` singular).
+
+    Returns
+    -------
+    beta : array, shape (d,) or (d, q).
+
+    Book: :prf:ref:`prop-13-minnorm` in book/13-memorization-composition/theory.md.
+    """
+    X = _design(X)
+    y = real_array(y, "y")
+    if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
+        raise ValueError(f"y must have shape ({X.shape[0]},) or ({X.shape[0]}, q), got {y.shape}")
+    rcond = positive(rcond, "rcond")
+    cols, U, s, Vt = _row_space(X, rcond)
+    beta = np.zeros((X.shape[1],) + y.shape[1:])
+    # X^+ y = V diag(1/s) U^T y  (eq-13-minnorm)
+    beta[cols] = Vt.T @ ((U.T @ y) / (s[:, None] if y.ndim == 2 else s))
+    return beta
+
+
+def gd_from_zero(X, y, lr: float, steps: int) -> np.ndarray:
+    r"""Gradient descent on :math:`\frac1n\|X\beta-y\|^2` from :math:`\beta_0=0`.
+
+    :math:`\beta_{t+1}=\beta_t-\eta\,\frac2nX^\top(X\beta_t-y)`. Every iterate stays in
+    :math:`\mathrm{row}(X)`, so the limit (for :math:`\eta<n/\|X\|_2^2`) is :math:`X^+y`.
+    Returns ``beta`` of shape ``(d,)``.
+    """
+    X = _design(X)
+    y = real_array(y, "y", shape=(X.shape[0],))
+    lr = positive(lr, "lr")
+    steps = nonnegative_int(steps, "steps")
+    n = X.shape[0]
+    beta = np.zeros(X.shape[1])
+    for _ in range(steps):
+        beta -= lr * (2.0 / n) * (X.T @ (X @ beta - y))
+    return beta
+
+
+def identifiable_mask(X, tol: float = 1e-8, rcond: float = 1e-10) -> np.ndarray:
+    r"""Coordinates pinned down by the data: :math:`e_i\in\mathrm{row}(X)`, i.e. :math:`P_{ii}=1`.
+
+    Here :math:`P=X^+X` is the projector onto the row space.
+
+    Every interpolant is :math:`\beta^*+v` with :math:`v\in\ker X`; coordinate :math:`i` is the same
+    for all of them iff :math:`e_i\perp\ker X`. Returns a boolean array of shape ``(d,)``.
+
+    Book: :prf:ref:`thm-13-recovery` in book/13-memorization-composition/theory.md.
+    """
+    X = _design(X)
+    tol = positive(tol, "tol")
+    cols, _, _, Vt = _row_space(X, positive(rcond, "rcond"))
+    mask = np.zeros(X.shape[1], dtype=bool)
+    # diagonal of the projector V V^T onto row(X)
+    mask[cols] = np.abs(np.sum(Vt**2, axis=0) - 1.0) < tol
+    return mask
+
+
+def peel_recoverable(X, k: int) -> np.ndarray:
+    r"""Features recovered by the peeling argument (our constructive proof of recovery).
+
+    Start from the common block :math:`\{1,\dots,k\}` if the rows that use only common
+    features have rank :math:`k` (otherwise from nothing); then repeatedly add the single
+    unknown feature of every row that has exactly one. Every peeled feature is identifiable.
+    Returns a boolean array of shape ``(d,)``.
+
+    Book: :prf:ref:`thm-13-recovery` in book/13-memorization-composition/theory.md.
+    """
+    X = _design(X)
+    k = nonnegative_int(k, "k")
+    if k > X.shape[1]:
+        raise ValueError(f"k must be at most d={X.shape[1]}, got {k}")
+    on = X != 0
+    known = np.zeros(X.shape[1], dtype=bool)
+    common_only = ~np.any(on[:, k:], axis=1)
+    if k > 0 and np.linalg.matrix_rank(X[common_only][:, :k]) == k:
+        known[:k] = True
+    while True:
+        unknown = on & ~known
+        single = np.count_nonzero(unknown, axis=1) == 1
+        new = np.any(unknown[single], axis=0)
+        if not new.any():
+            return known
+        known |= new
+
+
+def feature_counts(X) -> np.ndarray:
+    """Number of rows in which each feature appears, shape ``(d,)``."""
+    return np.count_nonzero(_design(X), axis=0)
+
+
+def clean_singletons(X, k: int) -> np.ndarray:
+    r"""Tail features (index :math:`>k`) seen in exactly one row that carries no other tail feature.
+
+    Returns their column indices (0-based), shape ``(m,)``.
+    """
+    X = _design(X)
+    k = nonnegative_int(k, "k")
+    on = X[:, k:] != 0
+    once = np.count_nonzero(on, axis=0) == 1
+    row_of = np.argmax(on, axis=0)
+    tail_per_row = np.count_nonzero(on, axis=1)
+    return k + np.flatnonzero(once & (tail_per_row[row_of] == 1))
+
+
+def id_loss_exact(beta_hat, beta_star, p) -> np.ndarray:
+    r"""Exact in-distribution excess loss :math:`L_{ID}=\sum_ip_i(\hat\beta_i-\beta^*_i)^2`.
+
+    ``beta_hat`` may have shape ``(d,)`` or ``(d, q)``; the result has shape ``()`` or ``(q,)``.
+
+    Book: :prf:ref:`prop-13-idloss` in book/13-memorization-composition/theory.md.
+    """
+    p = probabilities(p, "p", ndim=1)
+    beta_star = real_array(beta_star, "beta_star", shape=p.shape)
+    beta_hat = real_array(beta_hat, "beta_hat")
+    if beta_hat.shape[0] != p.size or beta_hat.ndim > 2:
+        raise ValueError(
+            f"beta_hat must have shape ({p.size},) or ({p.size}, q), got {beta_hat.shape}"
+        )
+    delta = beta_hat - (beta_star if beta_hat.ndim == 1 else beta_star[:, None])
+    # eq-13-idloss
+    return np.einsum("i,i...->...", p, delta**2)
+
+
+def missing_mass(p, beta_star, n: int) -> float:
+    r"""Expected loss from unseen features, :math:`M_n=\sum_ip_i\beta_i^{*2}(1-p_i)^n`.
+
+    It is a lower bound on :math:`\mathbb E L_{ID}` for the min-norm fit.
+
+    Book: :prf:ref:`prop-13-missing` in book/13-memorization-composition/theory.md.
+    """
+    p = probabilities(p, "p", ndim=1)
+    beta_star = real_array(beta_star, "beta_star", shape=p.shape)
+    n = positive_int(n, "n")
+    return float(np.sum(p * beta_star**2 * (1.0 - p) ** n))
+
+
+def tail_count_probs(p, k: int) -> dict:
+    r"""Law of the number :math:`T` of tail features (index :math:`>k`) in one sample.
+
+    Returns a dict with the exact Poisson-binomial values ``p0``, ``p1``, ``p2plus``, the tail
+    mass ``lam`` :math:`=p_{>k}=\sum_{i>k}p_i`, the Poisson approximation
+    ``poisson_p2plus`` :math:`=1-e^{-\lambda}(1+\lambda)` and the small-:math:`\lambda` form
+    ``half_square`` :math:`=\lambda^2/2`.
+
+    Book: :prf:ref:`lem-13-structure` in book/13-memorization-composition/theory.md.
+    """
+    p = probabilities(p, "p", ndim=1)
+    k = nonnegative_int(k, "k")
+    q = p[k:]
+    if np.any(q >= 1):
+        raise ValueError("p must be below 1 for every tail feature (index > k)")
+    log_p0 = np.sum(np.log1p(-q))
+    p0 = float(np.exp(log_p0))
+    p1 = float(p0 * np.sum(q / (1 - q)))
+    lam = float(q.sum())
+    return dict(
+        p0=p0,
+        p1=p1,
+        p2plus=1.0 - p0 - p1,
+        lam=lam,
+        poisson_p2plus=float(-np.expm1(-lam) - lam * np.exp(-lam)),
+        half_square=lam**2 / 2,
+    )
+
+
+def ood_excess_loss(delta, p, k: int, features, t: int) -> np.ndarray:
+    r"""Exact OOD excess loss on :math:`D_{\tilde F}`: usual common part plus ``t`` tail features.
+
+    The test point has coordinates :math:`i\le k` drawn as in training, and ``t`` distinct
+    features drawn uniformly from ``features`` with random signs (no other coordinate). Since
+    all cross terms have mean zero,
+    :math:`\mathbb E(x^\top\delta)^2=\sum_{i\le k}p_i\delta_i^2
+    +t\cdot\overline{\delta_j^2}_{j\in\tilde F}`.
+    ``delta`` has shape ``(d,)`` or ``(d, q)``.
+
+    Book: :prf:ref:`prop-13-noisy` in book/13-memorization-composition/theory.md.
+    """
+    p = probabilities(p, "p", ndim=1)
+    delta = real_array(delta, "delta")
+    if delta.shape[0] != p.size or delta.ndim > 2:
+        raise ValueError(f"delta must have shape ({p.size},) or ({p.size}, q), got {delta.shape}")
+    k = nonnegative_int(k, "k")
+    t = nonnegative_int(t, "t")
+    features = np.asarray(features, dtype=int)
+    if t > features.size:
+        raise ValueError(f"t must be at most the number of features ({features.size}), got {t}")
+    common = np.einsum("i,i...->...", p[:k], delta[:k] ** 2)
+    return common + t * np.mean(delta[features] ** 2, axis=0)
+
+
+def ood_sample(n: int, p, k: int, features, t: int, rng: np.random.Generator) -> np.ndarray:
+    r"""Sample ``n`` OOD test points: the usual common part plus ``t`` features from ``features``.
+
+    The ``t`` features are distinct, drawn uniformly, with random signs.
+
+    Returns shape ``(n, d)``. With ``t = 2`` and singleton tail features, most pairs never
+    appeared together in training: this is the composition test.
+    """
+    n = positive_int(n, "n")
+    p = probabilities(p, "p", ndim=1)
+    k = nonnegative_int(k, "k")
+    t = nonnegative_int(t, "t")
+    check_generator(rng)
+    features = np.asarray(features, dtype=int)
+    if t > features.size:
+        raise ValueError(f"t must be at most the number of features ({features.size}), got {t}")
+    X = np.zeros((n, p.size))
+    X[:, :k] = sample_longtail(n, p[:k], rng) if k else 0.0
+    if t:
+        pick = np.argsort(rng.random((n, features.size)), axis=1)[:, :t]
+        rows = np.repeat(np.arange(n), t)
+        X[rows, features[pick].ravel()] = rng.choice([-1.0, 1.0], size=n * t)
+    return X
