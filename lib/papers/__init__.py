@@ -7,6 +7,7 @@ module                         chapter folder
 ``coalition_eq``               ``book/02-coalition-equilibrium/``
 ``coarse_gaussian``            ``book/03-coarse-gaussian-mean/``
 ``dp_iv``                      ``book/04-dp-iv-regression/``
+``borda_dueling``              ``book/06-dueling-bandits-borda/``
 ``qlearning_d2z``              ``book/07-q-learning-pd2z/``
 ``disagreement``               ``book/08-disagreement-discrepancy/``
 ``saddle_to_saddle``           ``book/09-saddle-to-saddle/``

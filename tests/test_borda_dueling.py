@@ -1,0 +1,176 @@
+"""Tests for lib.papers.borda_dueling (chapter 06)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize
+
+from lib.papers import borda_dueling as bd
+
+
+def _random_P(rng, K):
+    A = rng.random((K, K))
+    P = np.triu(A, 1) + np.tril(1 - A.T, -1)
+    np.fill_diagonal(P, 0.5)
+    return P
+
+
+def test_shifted_and_plain_borda_relation():
+    rng = np.random.default_rng(0)
+    P = _random_P(rng, 6)
+    s, b = bd.shifted_borda(P), bd.borda(P)
+    np.testing.assert_allclose(s, ((6 - 1) * b + 0.5) / 6)
+    # gaps in s are (K-1)/K times gaps in b
+    np.testing.assert_allclose(np.diff(s), (5 / 6) * np.diff(b))
+
+
+def test_utility_matrix_valid_and_gaps():
+    u = np.array([0.8, 0.0, 0.3, 0.1])
+    P = bd.utility_matrix(u)
+    bd.check_preference_matrix(P)
+    s = bd.shifted_borda(P)
+    np.testing.assert_allclose(s, 0.5 + (u - u.mean()) / 2)
+    np.testing.assert_allclose(s[0] - s, (u[0] - u) / 2)
+
+
+def test_invalid_preference_matrix_raises():
+    with pytest.raises(ValueError, match="P"):
+        bd.check_preference_matrix(np.array([[0.5, 0.7], [0.7, 0.5]]))
+    with pytest.raises(ValueError, match="P"):
+        bd.check_preference_matrix(np.array([[0.5, 1.5], [-0.5, 0.5]]))
+    with pytest.raises(ValueError, match="u"):
+        bd.utility_matrix([0.0, 1.5])
+    with pytest.raises(TypeError):
+        bd.check_preference_matrix("abc")
+
+
+def test_estimator_zero_except_at_x_and_moments():
+    q = np.array([[0.1, 0.2, 0.3, 0.4], [0.25] * 4])
+    est = bd.borda_estimate(np.array([2, 0]), np.array([1, 3]), np.array([1.0, 1.0]), q)
+    assert np.count_nonzero(est[0]) == 1 and est[0, 2] == pytest.approx(1 / (4 * 0.3 * 0.2))
+    assert np.count_nonzero(est[1]) == 1 and est[1, 0] == pytest.approx(4.0)
+    # exact moments by enumeration of (x, y, o)
+    rng = np.random.default_rng(1)
+    P = _random_P(rng, 4)
+    qq = q[0]
+    mean = np.zeros(4)
+    second = np.zeros(4)
+    for x in range(4):
+        for y in range(4):
+            w = qq[x] * qq[y] * P[x, y]
+            e = bd.borda_estimate(np.array([x]), np.array([y]), np.array([1.0]), qq[None])[0]
+            mean += w * e
+            second += w * e**2
+    m, s2 = bd.estimator_moments(P, qq)
+    np.testing.assert_allclose(mean, bd.shifted_borda(P))
+    np.testing.assert_allclose(m, mean)
+    np.testing.assert_allclose(s2, second)
+    gamma = 4 * qq.min()
+    assert np.all(s2 <= 1 / (gamma * qq) + 1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(st.floats(-50, 50), min_size=2, max_size=7),
+    st.floats(0.05, 50.0),
+)
+def test_ftrl_weights_simplex_kkt_and_equivariance(S, beta):
+    S = np.array(S)
+    for kind in ("shannon", "hybrid"):
+        p = bd.ftrl_weights(S, beta, kind)
+        assert p.sum() == pytest.approx(1.0, abs=1e-9) and np.all(p >= 0)
+        perm = np.random.default_rng(0).permutation(S.size)
+        np.testing.assert_allclose(bd.ftrl_weights(S[perm], beta, kind), p[perm], atol=1e-9)
+    p = bd.ftrl_weights(S, beta, "hybrid")
+    inner = (p > 1e-12) & (p < 1 - 1e-12)
+    if inner.sum() >= 2:
+        lam = S[inner] - beta * np.log(p[inner] / (1 - p[inner]))
+        assert np.ptp(lam) < 1e-6 * max(1.0, np.abs(S).max())
+
+
+def test_ftrl_weights_limits_and_slsqp():
+    S = np.array([3.0, 1.0, 0.5, -2.0])
+    for kind in ("shannon", "hybrid"):
+        np.testing.assert_allclose(bd.ftrl_weights(S, 1e6, kind), 0.25, atol=1e-5)
+        assert bd.ftrl_weights(S, 1e-3, kind)[0] == pytest.approx(1.0, abs=1e-9)
+    beta = 1.3
+
+    def obj(p):
+        p = np.clip(p, 1e-15, 1 - 1e-15)
+        return -(p @ S) + beta * np.sum(p * np.log(p) + (1 - p) * np.log(1 - p))
+
+    res = optimize.minimize(
+        obj,
+        np.full(4, 0.25),
+        method="SLSQP",
+        bounds=[(1e-12, 1 - 1e-12)] * 4,
+        constraints={"type": "eq", "fun": lambda p: p.sum() - 1},
+        options={"ftol": 1e-14, "maxiter": 500},
+    )
+    np.testing.assert_allclose(bd.ftrl_weights(S, beta, "hybrid"), res.x, atol=1e-6)
+
+
+def test_ftrl_weights_bad_input():
+    with pytest.raises(ValueError, match="beta"):
+        bd.ftrl_weights([0.0, 1.0], -1.0)
+    with pytest.raises(ValueError, match="kind"):
+        bd.ftrl_weights([0.0, 1.0], 1.0, kind="tsallis")
+    with pytest.raises(ValueError, match="S_hat"):
+        bd.ftrl_weights([1.0], 1.0)
+
+
+def test_dexp3_gamma_one_plays_uniformly():
+    P = bd.utility_matrix(np.array([0.8, 0.0, 0.0, 0.0]))
+    T = 400
+    r = bd.simulate(
+        P,
+        np.zeros((3, T), int),
+        [bd.fixed_schedule(1.0, 1.0)] * 3,
+        "shannon",
+        [T],
+        np.random.default_rng(0),
+    )
+    s = bd.shifted_borda(P)
+    np.testing.assert_allclose(r.regret[:, 0], T * (s.max() - s.mean()))
+    np.testing.assert_allclose(r.gamma, 1.0)
+
+
+def test_simulate_regret_definitions_and_errors():
+    P = bd.utility_matrix(np.array([0.6, 0.0, 0.2]))
+    T = 300
+    idx = np.zeros((2, T), int)
+    sc = [bd.adaptive_schedule(3), bd.fixed_schedule(*bd.dexp3_params(3, T))]
+    r = bd.simulate(P, idx, sc, ["hybrid", "shannon"], [100, T], np.random.default_rng(2))
+    np.testing.assert_allclose(r.regret, r.regret_ref)  # one matrix: the two agree
+    assert np.all(r.regret > 0) and np.all(np.diff(r.regret, axis=1) > 0)
+    with pytest.raises(ValueError, match="schedules"):
+        bd.simulate(P, idx, sc[:1], "shannon", [T], np.random.default_rng(0))
+    with pytest.raises(ValueError, match="checkpoints"):
+        bd.simulate(P, idx, sc, "shannon", [T + 1], np.random.default_rng(0))
+    with pytest.raises(TypeError):
+        bd.simulate(P, idx, sc, "shannon", [T], 0)
+
+
+def test_indices_and_bound():
+    np.testing.assert_array_equal(bd.switching_index(8), [0, 1, 1, 0, 0, 0, 0, 1])
+    c = bd.corruption_index(10, 1.0, 0.4)
+    assert c.sum() == 3 and c[:3].all()
+    assert bd.dexp3_bound(5, 1000) > 0
+    with pytest.raises(ValueError, match="C"):
+        bd.corruption_index(10, -1.0, 0.4)
+    with pytest.raises(ValueError, match="K"):
+        bd.dexp3_params(1, 10)
+
+
+def test_warm_started_newton_matches_exact_solver():
+    g = np.random.default_rng(3)
+    B, K = 16, 5
+    S = g.normal(size=(B, K)) * 20
+    beta = np.full(B, 15.0)
+    _, lam = bd._hybrid_solve(S, beta)
+    for _ in range(100):  # one-entry updates, as in the simulation loop
+        S[np.arange(B), g.integers(0, K, B)] += g.exponential(3.0, B)
+        beta = beta + 0.05
+        p3, lam = bd._hybrid_solve(S, beta, lam, tol=1e-10, max_iter=80)
+        np.testing.assert_allclose(p3, bd.ftrl_weights(S, beta, "hybrid"), atol=1e-8)
