@@ -219,3 +219,70 @@ def test_bad_input(net):
         fm.exact_fim(J[:, :, :, None], p)
     with pytest.raises(ValueError, match="y must"):
         fm.empirical_fim_diag(J, p, np.array([5] * J.shape[0]))
+
+
+def _fim_by_hessian(model, X):
+    """F = sum_x J_x^T H_x J_x with H_x the Hessian in the logits of -log softmax(z)_y, which does
+    not depend on y (torch.func.hessian; independent of exact_fim and fim_by_expectation)."""
+    import torch
+    from torch.func import hessian
+
+    J = fm.logit_jacobians(model, X)
+    with torch.no_grad():
+        Z = model(torch.as_tensor(X))
+    H = np.array(
+        [hessian(lambda z: -torch.log_softmax(z, -1)[0])(Z[b]).numpy() for b in range(len(X))]
+    )
+    return np.einsum("bcp,bcd,bdq->pq", J, H, J)
+
+
+def test_fim_by_expectation_matches_pullback_and_hessian(net):
+    model, X, _, J, p = net
+    F_auto = fm.fim_by_expectation(model, X)
+    assert np.allclose(F_auto, fm.exact_fim(J, p), atol=1e-12)
+    assert np.allclose(F_auto, _fim_by_hessian(model, X), atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["full", "dg"])
+def test_autograd_probe_is_unbiased_against_an_independent_fim(net, kind):
+    # the one-backward-pass probe a user runs: the mean of its quadratic forms converges to the
+    # exact F (full; from autograd scores) or F_UB (dg; from the Jacobians), within 4.5 MC s.e.
+    model, X, _, J, p = net
+    target = fm.fim_by_expectation(model, X) if kind == "full" else fm.fim_bounds(J, p)[1]
+    gen = np.random.default_rng(11)
+    R = 1000
+    G = np.array([fm.hutchinson_probe_autograd(model, X, kind, gen)[0] for _ in range(R)])
+    W = gen.standard_normal((3, G.shape[1]))
+    forms = np.column_stack([(G**2).sum(1), (G @ W.T) ** 2])
+    want = np.r_[np.trace(target), np.einsum("kp,pq,kq->k", W, target, W)]
+    z = (forms.mean(0) - want) / (forms.std(0, ddof=1) / np.sqrt(R))
+    assert np.all(np.abs(z) < 4.5), z
+    # power: the wrong centring u = s + p (1^T s) has second moment diag(p) + 3 p p^T, which
+    # moves the trace by 4 sum_x |J_x^T p_x|^2, many standard errors
+    if kind == "full":
+        shift = 4 * np.sum(np.einsum("bcp,bc->bp", J, p) ** 2)
+        assert shift / (forms[:, 0].std(ddof=1) / np.sqrt(R)) > 10
+
+
+def test_hutchinson_stats_variance_about_known_mean(net):
+    _, _, _, J, p = net
+    F = fm.exact_fim(J, p)
+    pairs = np.array([[0, 1], [2, 5]])
+    st_ = fm.hutchinson_stats(
+        J,
+        p,
+        20000,
+        "full",
+        "gaussian",
+        np.random.default_rng(3),
+        pairs=pairs,
+        diag_target=np.diag(F),
+        pair_target=F[pairs[:, 0], pairs[:, 1]],
+    )
+    keep = np.diag(F) > 1e-8 * np.diag(F).max()
+    z = (st_["sqdev_mean"] - 2 * np.diag(F) ** 2)[keep] / st_["sqdev_se"][keep]
+    assert np.abs(z).max() < 5
+    _, var_pairs = fm.hutchinson_variance(J, p, pairs, dist="gaussian")
+    assert np.all(np.abs(st_["pair_sqdev_mean"] - var_pairs) < 5 * st_["pair_sqdev_se"])
+    with pytest.raises(ValueError, match="diag_target"):
+        fm.hutchinson_stats(J, p, 10, generator=np.random.default_rng(0), diag_target=[1.0])

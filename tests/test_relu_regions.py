@@ -176,3 +176,41 @@ def test_tree_diameter_matches_networkx_on_random_trees():
         assert rr.tree_diameter(T) == nx.diameter(T)
     with pytest.raises(ValueError, match="tree"):
         rr.tree_diameter(nx.cycle_graph(5))
+
+
+def test_moore_lower_bound_small_degrees():
+    # maximum degree 1: a connected graph is one edge (two nodes) or a single node
+    assert rr.moore_lower_bound(2, 1) == 1 == nx.diameter(nx.path_graph(2))
+    assert rr.moore_lower_bound(1, 1) == 0 and rr.moore_lower_bound(1, 0) == 0
+    with pytest.raises(ValueError, match="max_degree"):
+        rr.moore_lower_bound(3, 1)
+    with pytest.raises(ValueError, match="max_degree"):
+        rr.moore_lower_bound(2, 0)
+    # maximum degree 2: paths and cycles, 1 + 2D nodes within distance D
+    assert rr.moore_lower_bound(5, 2) == 2 and rr.moore_lower_bound(6, 2) == 3
+
+
+def test_polygon_area_shoelace():
+    assert rr.polygon_area([[0, 0], [2, 0], [2, 3], [0, 3]]) == pytest.approx(6.0)
+    assert rr.polygon_area([[0, 0], [1, 0], [0, 1]]) == pytest.approx(0.5)
+
+
+def test_polygons_match_enumeration_and_the_plane_euler_formula():
+    # the independent HalfspaceIntersection route gives the BFS graph, the polygons tile the box,
+    # and 2 N_1 = 4 N_2 - 4 - r with r the number of unbounded regions (thm-14-avg-degree-2d)
+    L = 1e5
+    for widths, seed in (([4], 10), ([4, 3], 11), ([3, 3, 2], 12)):
+        Ws, bs = rr.random_relu_net(2, widths, gen(seed))
+        polys, H = rr.polygon_complex_2d(Ws, bs, box=L)
+        G = rr.enumerate_regions(Ws, bs)
+        assert set(G.nodes) == set(H.nodes)
+        assert {frozenset(e) for e in G.edges} == {frozenset(e) for e in H.edges}
+        area = sum(rr.polygon_area(V) for V in polys.values())
+        assert area == pytest.approx(4 * L * L, rel=1e-9)
+        r = sum(1 for V in polys.values() if np.any(np.isclose(np.abs(V), L)))
+        assert 2 * G.number_of_edges() == 4 * G.number_of_nodes() - 4 - r
+    # two crossing lines: four quadrants, all unbounded: 2 * 4 = 16 - 4 - 4
+    polys, H = rr.polygon_complex_2d([np.eye(2)], [np.zeros(2)], box=10.0)
+    assert len(polys) == 4 and H.number_of_edges() == 4
+    with pytest.raises(ValueError, match="input dimension"):
+        rr.polygon_complex_2d([np.ones((2, 3))], [np.zeros(2)])

@@ -168,6 +168,34 @@ def softmax_probs(model, X) -> np.ndarray:
         ).numpy()
 
 
+def fim_by_expectation(model, X) -> np.ndarray:
+    r"""The FIM from its definition, :math:`\sum_x\sum_yp(y\mid x)\,s_{xy}s_{xy}^\top` (P, P).
+
+    The scores :math:`s_{xy}=\partial_\theta\log\mathrm{softmax}(z(x,\theta))_y` come from
+    ``torch.func.jacrev`` of the log-softmax of the model, for every class :math:`y`; the
+    expectation over :math:`y\sim p(\cdot\mid x)` is written out. No logit Jacobian and no core
+    metric are used, so this is an independent route to :func:`exact_fim` (parameters flattened in
+    ``model.named_parameters()`` order, as in :func:`logit_jacobians`).
+
+    Book: eq:`eq-18-pullback` in book/18-fisher-neuromanifold/spectrum.md (the left-hand side).
+    """
+    import torch
+    from torch.func import functional_call, jacrev, vmap
+
+    X = torch.as_tensor(np.asarray(X), dtype=torch.float64)
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def log_probs(prm, x):
+        return torch.log_softmax(functional_call(model, prm, (x[None],))[0], dim=-1)
+
+    scores = vmap(jacrev(log_probs), in_dims=(None, 0))(params, X)  # each (B, C, *shape)
+    with torch.no_grad():
+        logp = vmap(log_probs, in_dims=(None, 0))(params, X)  # (B, C)
+    S = torch.cat([scores[k].reshape(X.shape[0], logp.shape[1], -1) for k in params], dim=2)
+    R = (logp.exp().sqrt()[..., None] * S).reshape(-1, S.shape[2])  # rows sqrt(p_xy) s_xy
+    return (R.T @ R).numpy()
+
+
 def _check_Jp(J, p):
     J = np.asarray(J, dtype=float)
     p = simplex(p, "p")
@@ -259,6 +287,8 @@ def hutchinson_stats(
     pairs=None,
     chunk: int = 2000,
     weight: str = "sqrt",
+    diag_target=None,
+    pair_target=None,
 ):
     r"""Monte-Carlo statistics of the single-probe estimator :math:`\mathbb F=gg^\top`.
 
@@ -266,6 +296,11 @@ def hutchinson_stats(
     :math:`g_i^2`), ``trace_mean``, ``trace_se``, and for ``pairs`` (a (K, 2) index array)
     ``pair_mean``, ``pair_var`` of :math:`g_ig_j`. Probes are processed in chunks so memory stays
     ``chunk x P``.
+
+    With the exact means known, ``diag_target`` (P,) adds ``sqdev_mean``, the mean of
+    :math:`(g_i^2-t_i)^2` (an unbiased estimate of :math:`\mathrm{Var}\,\mathbb F_{ii}` when
+    :math:`t_i=\mathcal F_{ii}`), and ``sqdev_se``, its Monte Carlo standard error; ``pair_target``
+    (K,) adds ``pair_sqdev_mean`` and ``pair_sqdev_se`` for :math:`(g_ig_j-t_{ij})^2`.
 
     Book: prf:`prop-18-hutchinson` in book/18-fisher-neuromanifold/hutchinson.md (its estimator).
     """
@@ -282,6 +317,16 @@ def hutchinson_stats(
     if pairs is not None:
         q1 = np.zeros(len(pairs))
         q2 = np.zeros(len(pairs))
+    if diag_target is not None:
+        diag_target = np.asarray(diag_target, dtype=float)
+        if diag_target.shape != (P,):
+            raise ValueError(f"diag_target must have shape ({P},), got {diag_target.shape}")
+        v1, v2 = np.zeros(P), np.zeros(P)
+    if pair_target is not None:
+        if pairs is None or np.shape(pair_target) != (len(pairs),):
+            raise ValueError("pair_target needs pairs and must have one entry per pair")
+        pair_target = np.asarray(pair_target, dtype=float)
+        w1, w2 = np.zeros(len(pairs)), np.zeros(len(pairs))
     done = 0
     while done < R:
         m = min(chunk, R - done)
@@ -299,6 +344,14 @@ def hutchinson_stats(
             gg = g[:, pairs[:, 0]] * g[:, pairs[:, 1]]
             q1 += gg.sum(0)
             q2 += (gg**2).sum(0)
+            if pair_target is not None:
+                e = (gg - pair_target) ** 2
+                w1 += e.sum(0)
+                w2 += (e**2).sum(0)
+        if diag_target is not None:
+            e = (g2 - diag_target) ** 2
+            v1 += e.sum(0)
+            v2 += (e**2).sum(0)
         done += m
     mean = s1 / R
     var = np.maximum(s2 / R - mean**2, 0) * R / (R - 1)
@@ -314,6 +367,12 @@ def hutchinson_stats(
     if pairs is not None:
         pm = q1 / R
         out["pair_mean"], out["pair_var"] = pm, np.maximum(q2 / R - pm**2, 0) * R / (R - 1)
+    if diag_target is not None:
+        out["sqdev_mean"] = v1 / R
+        out["sqdev_se"] = np.sqrt(np.maximum(v2 / R - (v1 / R) ** 2, 0) / (R - 1))
+    if pair_target is not None:
+        out["pair_sqdev_mean"] = w1 / R
+        out["pair_sqdev_se"] = np.sqrt(np.maximum(w2 / R - (w1 / R) ** 2, 0) / (R - 1))
     return out
 
 

@@ -30,7 +30,7 @@ import highspy
 import networkx as nx
 import numpy as np
 
-from lib.validate import check_generator, positive_int
+from lib.validate import check_generator, nonnegative_int, positive, positive_int
 
 
 # --------------------------------------------------------------------------- networks
@@ -400,6 +400,124 @@ def brute_force_graph(Ws, bs, *, max_neurons: int = 14) -> nx.Graph:
     return G
 
 
+# ---------------------------------------------------------------- an independent check in d = 2
+def _chebyshev_centre(H: np.ndarray):
+    """Centre and radius of the largest disc in ``{x: H[:, :2] x + H[:, 2] <= 0}`` (linprog)."""
+    from scipy.optimize import linprog
+
+    norms = np.linalg.norm(H[:, :2], axis=1)
+    res = linprog(
+        [0.0, 0.0, -1.0],
+        A_ub=np.hstack([H[:, :2], norms[:, None]]),
+        b_ub=-H[:, 2],
+        bounds=[(None, None), (None, None), (0, None)],
+        method="highs",
+    )
+    if res.status != 0:
+        return None, 0.0
+    return res.x[:2], float(res.x[2])
+
+
+def polygon_complex_2d(Ws, bs, box: float = 1e5, *, min_radius: float = 1e-9):
+    r"""The linear regions of a network on :math:`\mathbb R^2` as polygons clipped to a box.
+
+    An independent route to the region graph, for checking :func:`enumerate_regions`: it uses no
+    facet test, no ray test and no ``interior_point``. Starting from the square
+    :math:`[-L,L]^2` (``L = box``), the pieces are split neuron by neuron, layer by layer: on a
+    piece every neuron of the next layer is affine (its inputs' signs are fixed by the earlier
+    splits). If it changes sign on the piece's vertices the piece is cut in two, each half
+    computed by ``scipy.spatial.HalfspaceIntersection`` (interior point: a Chebyshev centre from
+    ``scipy.optimize.linprog``). Halves whose largest inscribed disc has radius below
+    ``min_radius`` are empty.
+
+    Returns ``(polygons, G)``: ``polygons`` maps each sign sequence (tuple of ``+-1``) to the
+    vertices of its polygon, counter-clockwise, shape (k, 2); ``G`` joins two polygons that share
+    a polygon edge of positive length lying on a bent hyperplane (edges on the box are not
+    edges), with attribute ``neuron``. If every vertex of the complex lies inside the box, ``G``
+    is the connectivity graph.
+
+    Book: prf:`thm-14-avg-degree-2d` in book/14-relu-region-graph/theory.md (the polygons).
+    """
+    from scipy.spatial import ConvexHull, HalfspaceIntersection
+
+    Ws, bs = _check_net(Ws, bs, d=2)
+    L = positive(box, "box")
+    tol = 1e-9 * L
+    # a piece: (signs so far, halfspaces rows (a1, a2, b) meaning a.x + b <= 0, vertices, M, v)
+    # where the current layer's inputs are M x + v on the piece
+    square = np.array([[1.0, 0, -L], [-1.0, 0, -L], [0, 1.0, -L], [0, -1.0, -L]])
+    corners = np.array([[L, L], [-L, L], [-L, -L], [L, -L]])
+    pieces = [((), square, corners, np.eye(2), np.zeros(2))]
+    for W, b in zip(Ws, bs):
+        layer = []
+        for signs, H, V, M, v in pieces:
+            A, c = W @ M, W @ v + b  # this layer's pre-activations: A x + c on the piece
+            todo = [(signs, H, V)]
+            for j in range(W.shape[0]):
+                nxt = []
+                for sg, Hs, Vs in todo:
+                    f = Vs @ A[j] + c[j]
+                    if np.all(f > tol) or np.all(f < -tol):
+                        nxt.append((sg + (1 if f[0] > 0 else -1,), Hs, Vs))
+                        continue
+                    for sign in (1, -1):
+                        Hn = np.vstack([Hs, np.r_[-sign * A[j], -sign * c[j]]])
+                        x0, r = _chebyshev_centre(Hn)
+                        if r < min_radius:
+                            continue
+                        pts = HalfspaceIntersection(Hn, x0).intersections
+                        hull = ConvexHull(pts)
+                        nxt.append((sg + (sign,), Hn, pts[hull.vertices]))
+                todo = nxt
+            mask_rows = []
+            for sg, Hs, Vs in todo:
+                on = (np.array(sg[-W.shape[0] :]) > 0)[:, None]
+                mask_rows.append((sg, Hs, Vs, on * A, on[:, 0] * c))
+            layer += mask_rows
+        pieces = layer
+    # an edge of a polygon lies on bent hyperplane i iff the pre-activation of neuron i (a plain
+    # forward pass, continuous on the closed polygon) vanishes at both of its ends
+    polygons, G = {}, nx.Graph()
+    edges_on = {}  # (neuron, signs) -> list of segments
+    scale = 1.0 + L * sum(np.abs(W).sum() for W in Ws)
+    for sg, _, V, _, _ in pieces:
+        key = tuple(int(t) for t in sg)
+        polygons[key] = V
+        G.add_node(key)
+        Z = np.abs(preactivations(Ws, bs, V))  # (k, n)
+        for k in range(len(V)):
+            p, q = V[k], V[(k + 1) % len(V)]
+            if np.linalg.norm(q - p) <= tol:
+                continue
+            if np.isclose(abs(p[0]), L) and np.isclose(p[0], q[0]):
+                continue  # on a vertical side of the box
+            if np.isclose(abs(p[1]), L) and np.isclose(p[1], q[1]):
+                continue
+            hit = np.flatnonzero((Z[k] <= 1e-9 * scale) & (Z[(k + 1) % len(V)] <= 1e-9 * scale))
+            for i in hit:
+                edges_on.setdefault((int(i), key), []).append((p, q))
+    for (i, key), segs in edges_on.items():
+        other = list(key)
+        other[i] = -other[i]
+        other = tuple(other)
+        for p, q in segs:
+            direction = (q - p) / np.linalg.norm(q - p)
+            for p2, q2 in edges_on.get((i, other), []):
+                lo1, hi1 = sorted((0.0, float((q - p) @ direction)))
+                a2, b2 = float((p2 - p) @ direction), float((q2 - p) @ direction)
+                lo2, hi2 = min(a2, b2), max(a2, b2)
+                if min(hi1, hi2) - max(lo1, lo2) > tol:
+                    G.add_edge(key, other, neuron=i)
+    return polygons, G
+
+
+def polygon_area(V) -> float:
+    """Area of a polygon with vertices ``V`` (k, 2) in order (the shoelace formula)."""
+    V = np.asarray(V, dtype=float)
+    x, y = V[:, 0], V[:, 1]
+    return 0.5 * abs(float(x @ np.roll(y, -1) - y @ np.roll(x, -1)))
+
+
 # --------------------------------------------------------------------------- counts and bounds
 def shallow_counts(m: int, d: int) -> tuple[int, int]:
     r"""One hidden layer of ``m`` neurons in general position in :math:`\mathbb R^d`.
@@ -426,18 +544,26 @@ def avg_degree(G: nx.Graph) -> float:
 def moore_lower_bound(n_regions: int, max_degree: int) -> int:
     r"""Smallest :math:`D` with :math:`1+\Delta\sum_{r<D}(\Delta-1)^r\ge N_d`.
 
-    A graph of maximum degree :math:`\Delta` and diameter :math:`D` has at most that many nodes.
+    A connected graph of maximum degree :math:`\Delta` and diameter :math:`D` has at most that many
+    nodes. For :math:`\Delta\le1` the sum stops growing (:math:`\Delta=0`: one node;
+    :math:`\Delta=1`: at most two), so a larger ``n_regions`` is impossible and raises
+    ``ValueError``.
 
     Book: prf:`thm-14-diameter` in book/14-relu-region-graph/theory.md (the Moore lower bound).
     """
-    n_regions, max_degree = (
-        positive_int(n_regions, "n_regions"),
-        positive_int(max_degree, "max_degree"),
-    )
+    n_regions = positive_int(n_regions, "n_regions")
+    max_degree = nonnegative_int(max_degree, "max_degree")
+    if max_degree <= 1:
+        if n_regions > max_degree + 1:
+            raise ValueError(
+                f"no connected graph with max_degree = {max_degree} has n_regions = {n_regions} "
+                f"nodes (at most {max_degree + 1})"
+            )
+        return n_regions - 1
     D, reach = 0, 1
     while reach < n_regions:
         D += 1
-        reach += max_degree * (max_degree - 1) ** (D - 1) if max_degree > 1 else 1
+        reach += max_degree * (max_degree - 1) ** (D - 1)
     return D
 
 
