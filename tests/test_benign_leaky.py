@@ -1,5 +1,7 @@
 """Unit tests for lib.papers.benign_leaky (chapter 10)."""
 
+from math import erf
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -89,12 +91,15 @@ def test_limit_weights_is_min_norm_over_random_feasible_directions():
     W = bl.limit_weights(X, y, gamma, m)
     best = np.linalg.norm(W)
     # any W' inside the activated cone with margin >= 1 has a larger norm
+    feasible = 0
     for _ in range(200):
-        Wp = W + 0.3 * g.standard_normal(W.shape)
+        Wp = W + 0.05 * np.linalg.norm(W) * g.standard_normal(W.shape) / np.sqrt(W.size)
         if np.all(bl.activation_margins(Wp, X, y) > 0):
             scale = np.min(y * bl.forward(Wp, X, gamma))
             if scale > 0:
+                feasible += 1
                 assert np.linalg.norm(Wp / scale) >= best - 1e-9
+    assert feasible >= 100  # the check must actually run
 
 
 def test_gamma_to_one_gives_linear_svm():
@@ -163,6 +168,50 @@ def test_student_t_noise_has_unit_variance():
     assert X.var() == pytest.approx(1.0, abs=0.1)
 
 
+def test_same_sign_neurons_differ_after_first_step():
+    # phi'(0) takes the random sign of the tiny initialisation, so neurons of one sign get
+    # different first updates (of order alpha) and are not identical afterwards
+    g = gen(11)
+    X, y, _ = bl.sample_mixture(20, 50, 8.0, g)
+    run = bl.train_gd(X, y, 10, 0.1, bl.default_step(X, 0.1), 200, 1e-8, g)
+    Wp = run["W"][bl.second_layer(10) > 0]
+    assert np.linalg.norm(Wp - Wp.mean(0)) / np.linalg.norm(Wp) > 0.01
+
+
+def test_network_error_is_matches_linear_rule_for_equal_neurons():
+    # with equal rows per sign the network is the linear rule sign<u - v, x>: exact error known
+    g = gen(12)
+    X, y, _ = bl.sample_mixture(10, 30, 6.0, g)
+    W = bl.limit_weights(X, y, 0.2, 6)
+    mu = 4.0 * np.eye(30)[0]
+    est, se = bl.network_error_is(W, 0.2, mu, 20000, g)
+    exact = bl.gaussian_error(bl.decision_normal(W), mu)
+    assert exact < 1e-3  # far in the tail, where plain Monte Carlo would see nothing
+    assert abs(est - exact) < 4 * se and se < 0.05 * exact
+
+
+def test_network_error_is_matches_plain_monte_carlo_for_unequal_neurons():
+    g = gen(13)
+    W = g.standard_normal((4, 6))  # unequal rows: the network is not a linear rule
+    mu = 1.0 * np.eye(6)[0]
+    est, se = bl.network_error_is(W, 0.3, mu, 40000, g)
+    mc = bl.network_error(W, 0.3, 1.0, 400000, g)
+    assert abs(est - mc) < 4 * np.sqrt(se**2 + mc * (1 - mc) / 400000)
+    # assuming equal neurons (the linear surrogate sign<u - v, x>) would be wrong here
+    X, _, _ = bl.sample_mixture(100000, 6, 1.0, g)
+    disagree = np.mean(np.sign(bl.forward(W, X, 0.3)) != np.sign(X @ bl.decision_normal(W)))
+    assert disagree > 0.02
+
+
+def test_snr_and_default_step():
+    w, mu = np.array([3.0, 4.0]), np.array([2.0, 0.0])
+    assert bl.snr(w, mu) == pytest.approx(6 / 5)
+    assert bl.gaussian_error(w, mu) == pytest.approx(0.5 * (1 + erf(-1.2 / np.sqrt(2))))
+    X = np.array([[1.0, 0.0], [0.0, 2.0]])
+    # 1 / max ||Psi_i||^2 with ||Psi_i||^2 = (1 + gamma^2)/2 ||x_i||^2
+    assert bl.default_step(X, 0.5) == pytest.approx(1 / (1.25 / 2 * 4))
+
+
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize(
     "call, exc, name",
@@ -195,6 +244,13 @@ def test_student_t_noise_has_unit_variance():
         (lambda: bl.snr_min_norm(0, 10, 1.0), ValueError, "n"),
         (lambda: bl.linear_svm(np.ones((4, 2)), [1, -1, 1, -1]), ValueError, "X"),
         (lambda: bl.direction_cosine(np.ones(2), np.ones(3)), ValueError, "W1"),
+        (lambda: bl.snr(np.zeros(2), np.ones(2)), ValueError, "w"),
+        (lambda: bl.snr(np.ones(2), np.ones(3)), ValueError, "mu"),
+        (
+            lambda: bl.network_error_is(np.ones((2, 3)), 0.1, np.ones(3), 0, gen()),
+            ValueError,
+            "n_samples",
+        ),
     ],
 )
 def test_bad_input(call, exc, name):

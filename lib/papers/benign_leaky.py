@@ -48,8 +48,12 @@ __all__ = [
     "linear_svm",
     "min_norm_interpolator",
     "snr_min_norm",
+    "snr",
+    "default_step",
     "gaussian_error",
     "network_error",
+    "network_error_is",
+    "decision_normal",
 ]
 
 
@@ -214,7 +218,8 @@ def train_gd(
     rng: np.random.Generator,
     checkpoints=(),
 ) -> dict:
-    r"""Full-batch gradient descent :math:`W_{t+1}=W_t-\alpha\nabla L(W_t)` on the first layer.
+    r"""Full-batch gradient descent :math:`W_{t+1}=W_t-\alpha\nabla L(W_t)` on the first layer
+    (eq. ``eq-10-gd``).
 
     :math:`W_0` has i.i.d. :math:`N(0,\sigma_0^2)` entries, :math:`\sigma_0=` ``init_scale``.
 
@@ -358,12 +363,40 @@ def snr_min_norm(n: int, p: int, mu_norm) -> np.ndarray:
     return np.sqrt(n * mu**4 / (p + n * mu**2))
 
 
-def gaussian_error(w, mu) -> float:
-    r"""Exact clean test error :math:`\Pr(y\langle w,x\rangle<0)=\Phi(-\langle w,\mu\rangle/\|w\|)`
-    of the linear classifier ``w`` when :math:`z\sim N(0,I_p)`. Book: eq. ``eq-10-gauss-error``."""
+def default_step(X, gamma: float) -> float:
+    r"""The step :math:`\alpha=1/\max_i\|\Psi_i\|^2=2/((1+\gamma^2)\max_i\|x_i\|^2)` used in the
+    chapter (:math:`\|\Psi_i\|^2=\frac{1+\gamma^2}2\|x_i\|^2` for the lifted features of eq.
+    ``eq-10-lifted``). ``X`` has shape (n, p).
+    Book: :prf:ref:`thm-10-directional` in book/10-benign-overfitting-leaky-relu/convergence.md."""
+    X = real_array(X, "X", ndim=2)
+    return float(2 / ((1 + _gamma(gamma) ** 2) * np.max(np.sum(X**2, axis=1))))
+
+
+def decision_normal(W) -> np.ndarray:
+    r""":math:`u-v=\sum_{a_j>0}w_j-\sum_{a_j<0}w_j`, shape (p,), for ``W`` of shape (m, p).
+    The network classifies by :math:`\mathrm{sign}\langle u-v,x\rangle` when the neurons of each
+    sign are equal (as at the limit); otherwise only approximately.
+    Book: :prf:ref:`prop-10-limit-qp`."""
+    W = real_array(W, "W", ndim=2)
+    a = second_layer(W.shape[0])
+    return W[a > 0].sum(0) - W[a < 0].sum(0)
+
+
+def snr(w, mu) -> float:
+    r""":math:`\mathrm{SNR}(w)=\langle w,\mu\rangle/\|w\|` for ``w`` and ``mu`` of shape (p,).
+    Book: eq. ``eq-10-gauss-error`` in book/10-benign-overfitting-leaky-relu/phase_transition.md."""
     w = real_array(w, "w", ndim=1)
     mu = real_array(mu, "mu", shape=w.shape)
-    return float(stats.norm.cdf(-(w @ mu) / np.linalg.norm(w)))
+    norm = np.linalg.norm(w)
+    if norm == 0:
+        raise ValueError("w must be non-zero")
+    return float(w @ mu / norm)
+
+
+def gaussian_error(w, mu) -> float:
+    r"""Exact clean test error :math:`\Pr(y\langle w,x\rangle<0)=\Phi(-\mathrm{SNR}(w))`
+    of the linear classifier ``w`` when :math:`z\sim N(0,I_p)`. Book: eq. ``eq-10-gauss-error``."""
+    return float(stats.norm.cdf(-snr(w, mu)))
 
 
 def network_error(W, gamma: float, mu_norm: float, n_test: int, rng: np.random.Generator) -> float:
@@ -373,3 +406,53 @@ def network_error(W, gamma: float, mu_norm: float, n_test: int, rng: np.random.G
     n_test = positive_int(n_test, "n_test")
     X, y, _ = sample_mixture(n_test, W.shape[1], mu_norm, rng)
     return float(np.mean(y * forward(W, X, gamma) <= 0))
+
+
+def network_error_is(
+    W, gamma: float, mu, n_samples: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    r"""Clean test error :math:`\Pr(yf(x;W)<0)` of the network on Gaussian mixtures, by importance
+    sampling in the row space of W, with its standard error.
+
+    :math:`f(x;W)` depends on :math:`z` only through :math:`B^\top z\sim N(0,I_k)`, where the
+    columns of :math:`B` (shape (p, k), :math:`k\le m`) are an orthonormal basis of the rows of
+    W. For each class :math:`y=\pm1` we sample :math:`\xi\sim N(\xi^\star,I_k)`, shifted to the
+    point :math:`\xi^\star` of the linear boundary :math:`\langle u-v,x\rangle=0` nearest to
+    :math:`y\mu`, and weight by :math:`\exp(-\langle\xi^\star,\xi\rangle+\|\xi^\star\|^2/2)`.
+    The estimate is unbiased for the network's own decision rule, which need not be linear (the
+    neurons of one sign differ after the first step), and it resolves errors far below
+    :math:`1/n_{\rm samples}`.
+
+    Parameters
+    ----------
+    W : ndarray (m, p); gamma : float in (0, 1); mu : ndarray (p,), the mean :math:`\mu`;
+    n_samples : int, samples per class; rng : numpy.random.Generator.
+
+    Returns
+    -------
+    (error, standard_error), each the average over the two classes.
+    Book: eq. ``eq-10-gauss-error`` in book/10-benign-overfitting-leaky-relu/phase_transition.md.
+    """
+    W = real_array(W, "W", ndim=2)
+    mu = real_array(mu, "mu", shape=(W.shape[1],))
+    gamma, n_samples, rng = (
+        _gamma(gamma),
+        positive_int(n_samples, "n_samples"),
+        check_generator(rng),
+    )
+    B = linalg.orth(W.T)  # (p, k)
+    normal = B.T @ decision_normal(W)  # (k,) u - v in the basis (it lies in the row space)
+    a = second_layer(W.shape[0])
+    WB, Wmu = W @ B, W @ mu  # (m, k), (m,)
+    est, var = 0.0, 0.0
+    for y in (1.0, -1.0):
+        # nearest point of {<u - v, y mu + B xi> = 0}: xi* = -(y <u - v, mu>/||normal||^2) normal
+        shift = -(y * (decision_normal(W) @ mu) / (normal @ normal)) * normal
+        xi = shift + rng.standard_normal((n_samples, B.shape[1]))
+        pre = y * Wmu + xi @ WB.T  # (n_samples, m) pre-activations
+        f = np.maximum(pre, gamma * pre) @ a
+        weight = np.exp(-(xi @ shift) + shift @ shift / 2)
+        terms = np.where(y * f < 0, weight, 0.0)
+        est += terms.mean() / 2
+        var += terms.var() / n_samples / 4
+    return float(est), float(np.sqrt(var))
