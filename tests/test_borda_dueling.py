@@ -66,6 +66,7 @@ def test_estimator_zero_except_at_x_and_moments():
     np.testing.assert_allclose(mean, bd.shifted_borda(P))
     np.testing.assert_allclose(m, mean)
     np.testing.assert_allclose(s2, second)
+    np.testing.assert_allclose(s2, bd.second_moment_closed_form(P, qq))
     gamma = 4 * qq.min()
     assert np.all(s2 <= 1 / (gamma * qq) + 1e-12)
 
@@ -174,3 +175,51 @@ def test_warm_started_newton_matches_exact_solver():
         beta = beta + 0.05
         p3, lam = bd._hybrid_solve(S, beta, lam, tol=1e-10, max_iter=80)
         np.testing.assert_allclose(p3, bd.ftrl_weights(S, beta, "hybrid"), atol=1e-8)
+
+
+def test_one_round_simulate_uses_the_estimator():
+    """A 1-round simulation's S_hat equals borda_estimate on the same draws."""
+    P = bd.utility_matrix(np.array([0.6, 0.0, 0.2, 0.1]))
+    B, K = 6, 4
+    sc = [bd.fixed_schedule(3.0, 0.4)] * 3 + [bd.adaptive_schedule(K)] * 3
+    kinds = ["shannon", "hybrid"] * 3
+    r = bd.simulate(P, np.zeros((B, 1), int), sc, kinds, [1], np.random.default_rng(7))
+    u = np.random.default_rng(7).random((1, 3, B))[0]
+    gamma = np.array([0.4] * 3 + [0.5] * 3)  # adaptive: min(1/2, sqrt(K / 4K))
+    d = (1 - gamma)[:, None] * np.full((B, K), 1 / K) + (gamma / K)[:, None]
+    cum = np.cumsum(d, 1)
+    x = (u[0][:, None] > cum).sum(1)
+    y = (u[1][:, None] > cum).sum(1)
+    o = (u[2] < P[x, y]).astype(float)
+    np.testing.assert_allclose(r.S_hat, bd.borda_estimate(x, y, o, d))
+
+
+def test_adaptive_rules_by_hand():
+    np.testing.assert_allclose(bd.adaptive_gamma([4.0, 20.0, 80.0], 5), [0.5, 0.5, 0.25])
+    beta, h = np.array([20.0, 80.0]), np.array([0.5, 1e-6])
+    nxt = bd.adaptive_beta_next(beta, h, 5, c=1.0, h_min=1e-3)
+    np.testing.assert_allclose(nxt, [20 + 0.5 / 0.5, 80 + 0.25 / 1e-3])
+    # the penalty increment (beta_{t+1} - beta_t) h_t is c sqrt(K / beta_t) whatever h_t is
+    for hh in (0.1, 0.7, 2.0):
+        inc = (bd.adaptive_beta_next(45.0, hh, 5, c=2.0) - 45.0) * hh
+        assert inc == pytest.approx(2.0 * np.sqrt(5 / 45.0))
+
+
+def test_etc_explores_then_commits_to_the_leader():
+    P = bd.utility_matrix(np.array([0.9, 0.0, 0.0]))
+    T, n = 400, 150
+    r = bd.simulate(
+        P,
+        np.zeros((4, T), int),
+        [bd.etc_schedule(n)] * 4,
+        "shannon",
+        [T],
+        np.random.default_rng(5),
+        n_trace=T,
+    )
+    t = r.trace_t
+    np.testing.assert_allclose(r.gamma[:, t <= n], 1.0)
+    np.testing.assert_allclose(r.gamma[:, t > n], 0.0)
+    # after the exploration phase the FTRL weights sit on the empirical leader (arm 0 here)
+    np.testing.assert_allclose(r.p_best[:, -1], 1.0)
+    assert np.all(np.argmax(r.S_hat, 1) == 0)

@@ -52,6 +52,10 @@ __all__ = [
     "dexp3_bound",
     "switching_index",
     "corruption_index",
+    "play_round",
+    "adaptive_gamma",
+    "adaptive_beta_next",
+    "second_moment_closed_form",
     "simulate",
     "SimResult",
 ]
@@ -122,23 +126,45 @@ def borda_estimate(x, y, o, q) -> np.ndarray:
             raise ValueError(f"{nm} must lie in [0, {K})")
     if np.any(q <= 0):
         raise ValueError("q must be positive")
-    rows = np.arange(B)
     out = np.zeros((B, K))
-    out[rows, x] = o / (K * q[rows, x] * q[rows, y])
+    _estimate_update(out, x, y, o, q)
     return out
+
+
+def _estimate_update(S: np.ndarray, x, y, o, d: np.ndarray) -> None:
+    """Add the estimate of eq. ``06-estimator`` to ``S`` in place: row ``b`` gets
+    :math:`o_b/(K d_b(x_b) d_b(y_b))` at column ``x_b``. Shared by :func:`borda_estimate` and
+    :func:`play_round` (no validation: callers check their inputs)."""
+    rows = np.arange(S.shape[0])
+    S[rows, x] += o / (S.shape[1] * d[rows, x] * d[rows, y])
 
 
 def estimator_moments(P, q) -> tuple[np.ndarray, np.ndarray]:
     """Exact mean and second moment of :math:`\\hat s(i)` under :math:`x,y\\sim q` i.i.d.
 
-    Mean :math:`s(i)`, second moment :math:`\\sum_j P(i,j)/(K^2q(i)q(j))`; both ``(K,)``.
+    Both are computed by enumerating the :math:`2K^2` outcomes :math:`(x,y,o)` with their
+    probabilities :math:`q(x)q(y)P(x,y)^o(1-P(x,y))^{1-o}` and applying
+    :func:`borda_estimate` to each, so the mean is an independent route to :math:`s(i)` (it
+    equals it only if the estimator's weights are right) and the second moment can be compared
+    with the closed form :math:`\\sum_j P(i,j)/(K^2q(i)q(j))` of the lemma. Both ``(K,)``.
     """
     P = check_preference_matrix(P)
     q = real_array(q, "q", ndim=1, shape=(P.shape[-1],))
     K = q.size
-    mean = (q[:, None] * q[None, :] * P / (K * q[:, None] * q[None, :])).sum(1)
-    second = (P / (K**2 * q[:, None] * q[None, :])).sum(1)
-    return mean, second
+    x, y = (a.ravel() for a in np.meshgrid(np.arange(K), np.arange(K), indexing="ij"))
+    w = q[x] * q[y]
+    est1 = borda_estimate(x, y, np.ones(K * K), np.broadcast_to(q, (K * K, K)))  # o = 1
+    pr1 = (w * P[x, y])[:, None]  # outcomes with o = 0 give a zero estimate
+    return (pr1 * est1).sum(0), (pr1 * est1**2).sum(0)
+
+
+def second_moment_closed_form(P, q) -> np.ndarray:
+    """:math:`\\mathbb E\\hat s(i)^2=\\sum_j P(i,j)/(K^2q(i)q(j))`
+    (:prf:ref:`lem-06-estimator`), ``(K,)``."""
+    P = check_preference_matrix(P)
+    q = real_array(q, "q", ndim=1, shape=(P.shape[-1],))
+    K = q.size
+    return (P / (K**2 * q[:, None] * q[None, :])).sum(1)
 
 
 # --------------------------------------------------------------------------- FTRL step
@@ -198,6 +224,30 @@ def _hybrid_solve(S, beta, lam0=None, tol=1e-9, max_iter=60):
     return sig / sig.sum(1, keepdims=True), lam
 
 
+def _softmax(z: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of ``(B, K)`` logits (the Shannon FTRL step)."""
+    p = np.exp(z - z.max(1, keepdims=True))
+    return p / p.sum(1, keepdims=True)
+
+
+def _ftrl_step(S: np.ndarray, beta: np.ndarray, hyb: np.ndarray, lam: np.ndarray):
+    """FTRL weights for a batch (eq. ``06-hybrid-kkt`` on rows with ``hyb``, softmax elsewhere).
+
+    ``lam`` ``(B,)``: previous multipliers of the hybrid rows (NaN: no warm start); returns
+    ``(p, lam)``. Shared by :func:`ftrl_weights`-style calls inside :func:`play_round`.
+    """
+    p = _softmax(S / beta[:, None])
+    if hyb.any():
+        lam0 = lam[hyb]
+        ph, lam_h = _hybrid_solve(
+            S[hyb], beta[hyb], None if np.isnan(lam0).any() else lam0, tol=1e-10, max_iter=80
+        )
+        p[hyb] = ph
+        lam = lam.copy()
+        lam[hyb] = lam_h
+    return p, lam
+
+
 def ftrl_weights(S_hat, beta, kind: str = "shannon") -> np.ndarray:
     """FTRL weights :math:`p=\\arg\\max_{p\\in\\Delta_K}\\langle p,\\hat S\\rangle-\\psi(p)`.
 
@@ -222,10 +272,7 @@ def ftrl_weights(S_hat, beta, kind: str = "shannon") -> np.ndarray:
         raise ValueError("beta must be positive")
     b = np.broadcast_to(b, (S2.shape[0],)).astype(float)
     if kind == "shannon":
-        z = S2 / b[:, None]
-        z = z - z.max(1, keepdims=True)
-        p = np.exp(z)
-        p /= p.sum(1, keepdims=True)
+        p = _softmax(S2 / b[:, None])
     elif kind == "hybrid":
         p, _ = _hybrid_solve(S2, b, tol=1e-12, max_iter=200)
     else:
@@ -253,6 +300,27 @@ class Schedule:
     c: float = 1.0
     h_min: float = 1e-3
     explore_rounds: int = 0
+
+
+def adaptive_gamma(beta, K: int) -> np.ndarray:
+    """Exploration rule of eq. ``06-schedule``:
+    :math:`\\gamma_t=\\min\\{\\tfrac12,\\sqrt{K/\\beta_t}\\}`.
+
+    Book: :prf:ref:`def-06-schedule` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
+    """
+    return np.minimum(0.5, np.sqrt(K / np.asarray(beta, dtype=float)))
+
+
+def adaptive_beta_next(beta, h, K: int, c=1.0, h_min=1e-3) -> np.ndarray:
+    """Learning-rate rule of eq. ``06-schedule``:
+    :math:`\\beta_{t+1}=\\beta_t+c\\sqrt{K/\\beta_t}/\\max\\{h_t,h_{\\min}\\}`, so that the
+    penalty increment :math:`(\\beta_{t+1}-\\beta_t)h_t` is :math:`c\\sqrt{K/\\beta_t}` whatever
+    :math:`h_t` is. Arrays broadcast.
+
+    Book: :prf:ref:`def-06-schedule` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
+    """
+    beta = np.asarray(beta, dtype=float)
+    return beta + c * np.sqrt(K / beta) / np.maximum(h, h_min)
 
 
 def dexp3_params(K: int, T: int) -> tuple[float, float]:
@@ -320,6 +388,29 @@ def corruption_index(T: int, C: float, per_round: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- simulation
+def play_round(S, beta, gamma, hyb, lam, u, Ms, m):
+    """One round of :prf:ref:`alg-06-ftrl` for ``B`` learners; updates ``S`` in place.
+
+    FTRL weights :math:`p_t` (eq. ``06-hybrid-kkt`` or softmax), mixing
+    :math:`d_t=(1-\\gamma_t)p_t+\\gamma_t/K`, two i.i.d. draws from :math:`d_t`, the duel
+    :math:`o_t\\sim\\mathrm{Bern}(P_t(x_t,y_t))` with :math:`P_t=M_{m_b}`, and the estimate of
+    eq. ``06-estimator``. ``S`` ``(B, K)``; ``beta, gamma, lam`` ``(B,)``; ``hyb`` bool ``(B,)``;
+    ``u`` ``(3, B)`` uniforms; ``Ms`` ``(M, K, K)``; ``m`` int ``(B,)``. Returns ``(p, d, lam)``.
+
+    Book: :prf:ref:`alg-06-ftrl` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
+    """
+    K = S.shape[1]
+    p, lam = _ftrl_step(S, beta, hyb, lam)
+    d = (1.0 - gamma)[:, None] * p + (gamma / K)[:, None]
+    cum = np.cumsum(d, axis=1)
+    cum[:, -1] = 1.0
+    x = (u[0][:, None] > cum).sum(1)
+    y = (u[1][:, None] > cum).sum(1)
+    o = (u[2] < Ms[m, x, y]).astype(float)
+    _estimate_update(S, x, y, o, d)
+    return p, d, lam
+
+
 @dataclass
 class SimResult:
     """Output of :func:`simulate`.
@@ -406,11 +497,9 @@ def simulate(
     c = np.array([s.c for s in schedules], dtype=float)
     h_min = np.array([s.h_min for s in schedules], dtype=float)
     hyb = np.array([k == "hybrid" for k in kinds])
-    any_hyb, all_hyb = bool(hyb.any()), bool(hyb.all())
 
     S = np.zeros((B, K))
-    lam = None
-    rows = np.arange(B)
+    lam = np.full(B, np.nan)
     gain = np.zeros(B)
     gain_ref = np.zeros(B)
     sb0 = sb[0]
@@ -425,36 +514,17 @@ def simulate(
     for t in range(T):
         if t % chunk == 0:  # same stream as one (T, 3, B) draw, without holding it in memory
             U = rng.random((min(chunk, T - t), 3, B))
-        u_x, u_y, u_o = U[t % chunk]
         if any_adaptive:
-            gamma = np.where(adaptive, np.minimum(0.5, np.sqrt(K / beta)), gamma)
+            gamma = np.where(adaptive, adaptive_gamma(beta, K), gamma)
         if any_etc:
             gamma = np.where(etc, (t < n_explore).astype(float), gamma)
-        # FTRL weights p_t (eq. 06-ftrl)
-        if all_hyb:
-            p, lam = _hybrid_solve(S, beta, lam, tol=1e-10, max_iter=80)
-        else:
-            z = S / beta[:, None]
-            p = np.exp(z - z.max(1, keepdims=True))
-            p /= p.sum(1, keepdims=True)
-            if any_hyb:
-                ph, _ = _hybrid_solve(S[hyb], beta[hyb], tol=1e-10, max_iter=80)
-                p[hyb] = ph
-        # mixing with the uniform law (eq. 06-mix)
-        d = (1.0 - gamma)[:, None] * p + (gamma / K)[:, None]
-        cum = np.cumsum(d, axis=1)
-        cum[:, -1] = 1.0
-        x = (u_x[:, None] > cum).sum(1)
-        y = (u_y[:, None] > cum).sum(1)
         m = idx[:, t]
-        o = (u_o < Ms[m, x, y]).astype(float)
-        # importance-weighted Borda estimate (eq. 06-estimator)
-        S[rows, x] += o / (K * d[rows, x] * d[rows, y])
+        p, d, lam = play_round(S, beta, gamma, hyb, lam, U[t % chunk], Ms, m)
         gain += (d * sb[m]).sum(1)
         gain_ref += d @ sb0
         if any_adaptive:
             h = np.where(hyb, hybrid_entropy(p), shannon_entropy(p))
-            beta = np.where(adaptive, beta + c * np.sqrt(K / beta) / np.maximum(h, h_min), beta)
+            beta = np.where(adaptive, adaptive_beta_next(beta, h, K, c, h_min), beta)
         if ti < trace_t.size and t + 1 == trace_t[ti]:
             tr_p[:, ti], tr_g[:, ti], tr_b[:, ti] = p[:, best], gamma, beta
             ti += 1
