@@ -236,3 +236,39 @@ def test_simple_task_batch_targets():
     m = (counts[..., 0] - counts[..., 1]) / L
     np.testing.assert_allclose(y, np.sin(np.array([2.0, 8.0])[:, None] * m))
     assert np.all(counts[np.arange(2)[:, None], np.arange(50)[None, :], last] >= 1)
+
+
+def test_block_subsample_refuses_n_above_half_T():
+    with pytest.raises(ValueError, match="n must be <= T/2"):
+        lg.block_subsample(1000, 600, 2, gen(6))
+
+
+def test_attainable_stats_has_no_near_duplicates():
+    N = 60
+    exact = {Fraction(2 * k, T) - 1 for T in range(1, N + 1) for k in range(T + 1)}
+    v = lg.attainable_stats("simple", N)
+    assert v.size == len(exact)
+    assert np.diff(v).min() > 1 / N**2
+
+
+def test_modp_min_train_length_closed_form():
+    for D in (2, 3, 5):
+        for r in (7, 20):
+            assert lg.min_train_length("modp", 1 / r, 1.0, Delta=D) == 1 + D * (r - 1)
+
+
+def test_bootstrap_slopes_exact_power_law_and_shape():
+    x = np.array([10.0, 100.0, 1000.0])
+    v = np.broadcast_to(x[None, :, None] ** -0.7, (4, 3, 5))
+    s = lg.bootstrap_loglog_slopes(x, v, gen(7), n_boot=20)
+    assert s.shape == (20,)
+    np.testing.assert_allclose(s, -0.7, atol=1e-12)
+    s_rms = lg.bootstrap_loglog_slopes(x, v, gen(7), rms=True, n_boot=5)
+    np.testing.assert_allclose(s_rms, -0.7, atol=1e-12)
+    with pytest.raises(ValueError, match="weights"):
+        lg.bootstrap_loglog_slopes(x, v, gen(7), weights=-np.ones((4, 5)))
+
+
+def test_block_subsample_keeps_at_least_one_window():
+    g = gen(8)
+    assert min(lg.block_subsample(2000, 4, 2, g).size for _ in range(300)) >= 3

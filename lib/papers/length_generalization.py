@@ -41,6 +41,7 @@ __all__ = [
     "block_subsample",
     "suffix_statistic_average",
     "sticky_drifting_chain",
+    "bootstrap_loglog_slopes",
     "attainable_stats",
     "max_gap",
     "min_train_length",
@@ -285,6 +286,14 @@ def simulate_short(x, n: int, Delta: int, tau: int, *, copy_suffix: bool = True)
     suffix is not copied: all :math:`|z|` positions are filled from the residue histograms of the
     whole of :math:`x`.
 
+    The :math:`O(1/n)` bound (eq. ``eq-17-det-bound``) needs **token-blind keys**: then each
+    argmax class is a whole residue class of size :math:`\\approx T/\\Delta` and rounding its
+    token proportions costs :math:`O(\\Delta/n)`. With keys that see tokens, a rare token inside an
+    argmax class must be copied exactly. For the same reason this function does **not** apply the
+    rule "count :math:`\\ge1` for every token present" of the general construction: largest
+    remainder may round a token of share below :math:`\\Delta/n` in a residue class to zero, which
+    token-blind keys do not see beyond its :math:`O(\\Delta/n)` share of the average.
+
     Book: :prf:ref:`prop-17-deterministic` in book/17-length-generalization/simulation.md.
     """
     x = np.asarray(x)
@@ -323,30 +332,36 @@ def block_subsample(T: int, n: int, tau: int, rng, B: int | None = None) -> np.n
     Keep-runs are geometric with mean :math:`B`
     (default :math:`\\lceil(\\tau+1)^{2/3}n^{1/3}\\rceil`),
     skip-runs geometric with mean :math:`B(T/n-1)`, so about ``n`` positions are kept in long
-    contiguous blocks at random places. The chain starts in its stationary law.
+    contiguous blocks at random places. The chain starts in its stationary law; a chain that
+    keeps at most :math:`\\tau` positions (no window at all; rare unless :math:`n/B` is small) is
+    redrawn, i.e. the law is conditioned on keeping at least :math:`\\tau+1`. Requires
+    :math:`n\\le T/2` (mean skip-run :math:`\\ge B\\ge1`): a geometric skip-run is at least 1,
+    so for :math:`n>T/2` far fewer than ``n`` positions would be kept.
 
     Book: :prf:ref:`lem-17-subsampling` in book/17-length-generalization/simulation.md.
     """
     T, n = positive_int(T, "T"), positive_int(n, "n")
     t = positive_int(tau + 1, "tau + 1") - 1
     g = check_generator(rng)
-    if n >= T:
-        raise ValueError(f"n must be < T = {T}, got {n}")
+    if 2 * n > T:
+        raise ValueError(f"n must be <= T/2 = {T / 2:g} (skip-runs are >= 1), got {n}")
     if B is None:
         B = math.ceil((t + 1) ** (2 / 3) * n ** (1 / 3))
     B = positive_int(B, "B")
     mean_skip = B * (T / n - 1)
     cycles = int(2 * T / (B + mean_skip)) + 16
-    runs = np.empty(0, dtype=np.int64)
-    state0 = g.random() < n / T
-    while runs.sum() < T:
-        keep = g.geometric(1.0 / B, cycles)
-        skip = g.geometric(min(1.0, 1.0 / mean_skip), cycles)
-        pair = np.stack([keep, skip], 1) if state0 else np.stack([skip, keep], 1)
-        runs = np.concatenate([runs, pair.ravel()])
-    states = np.resize(np.array([state0, not state0]), runs.size)
-    mask = np.repeat(states, runs)[:T]
-    return np.flatnonzero(mask)
+    while True:  # redraw the (rare) chains that keep fewer than tau + 1 positions
+        runs = np.empty(0, dtype=np.int64)
+        state0 = g.random() < n / T
+        while runs.sum() < T:
+            keep = g.geometric(1.0 / B, cycles)
+            skip = g.geometric(1.0 / mean_skip, cycles)
+            pair = np.stack([keep, skip], 1) if state0 else np.stack([skip, keep], 1)
+            runs = np.concatenate([runs, pair.ravel()])
+        states = np.resize(np.array([state0, not state0]), runs.size)
+        kept = np.flatnonzero(np.repeat(states, runs)[:T])
+        if kept.size > t:
+            return kept
 
 
 def suffix_statistic_average(x, U, tau: int) -> float:
@@ -391,6 +406,42 @@ def sticky_drifting_chain(T: int, S: int, stay: float, rng) -> np.ndarray:
     return fresh[idx]
 
 
+def bootstrap_loglog_slopes(
+    x, values, rng, *, weights=None, rms: bool = False, n_boot: int = 400
+) -> np.ndarray:
+    """Two-way bootstrap of the log-log slope of an averaged error against ``x``.
+
+    ``values`` (A, K, B): errors for A units of one kind (strings, instances), K values of
+    :math:`x` and B units of another kind (models, draws). Each replicate resamples the A and the B
+    units with replacement, reduces over them (weighted mean, or root mean square if ``rms``) and
+    fits the slope of :math:`\\log` statistic against :math:`\\log x`. ``weights`` (A, B), optional,
+    non-negative (e.g. a 0/1 mask of non-vacuous pairs). Returns the slopes, shape (n_boot,); their
+    SD is the noise of the slope used to set criteria.
+
+    Book: :prf:ref:`prop-17-deterministic` and :prf:ref:`lem-17-subsampling` in
+    book/17-length-generalization/simulation.md.
+    """
+    lx = np.log(real_array(x, "x", ndim=1))
+    v = real_array(values, "values", ndim=3, shape=(None, lx.size, None))
+    A, K, Bn = v.shape
+    w = np.ones((A, Bn)) if weights is None else real_array(weights, "weights", shape=(A, Bn))
+    if np.any(w < 0):
+        raise ValueError("weights must be non-negative")
+    g = check_generator(rng)
+    nb = positive_int(n_boot, "n_boot")
+    ia, ib = g.integers(0, A, (nb, A)), g.integers(0, Bn, (nb, Bn))
+    out = np.empty(nb)
+    xc = lx - lx.mean()
+    for r in range(nb):
+        ww = w[ia[r]][:, ib[r]]  # (A, B)
+        vv = v[ia[r]][:, :, ib[r]]  # (A, K, B)
+        vv = vv**2 if rms else vv
+        stat = np.einsum("akb,ab->k", vv, ww) / ww.sum()
+        ly = np.log(np.sqrt(stat) if rms else stat)
+        out[r] = xc @ (ly - ly.mean()) / (xc @ xc)
+    return out
+
+
 # --------------------------------------------------------------------------- exact toy thresholds
 def _class_sizes(N: int, Delta: int, k: int) -> np.ndarray:
     T = np.arange(1, N + 1)
@@ -402,6 +453,9 @@ def attainable_stats(task: str, N: int, Delta: int | None = None, k: int = 1) ->
 
     * ``"simple"``: :math:`m=(c_0-c_1)/(c_0+c_1)=2c_0/T-1`, :math:`1\\le T\\le N`;
     * ``"modp"``: fraction of ones among positions :math:`t\\equiv k\\pmod\\Delta` (1-indexed).
+
+    Values are formed from exact reduced integer pairs :math:`(c/g, q/g)`, :math:`g=\\gcd(c,q)`, so
+    equal rationals are merged exactly (no floating-point near-duplicates).
 
     Book: :prf:ref:`prop-17-toy` in book/17-length-generalization/theory.md.
     """
@@ -423,8 +477,13 @@ def attainable_stats(task: str, N: int, Delta: int | None = None, k: int = 1) ->
         num_scale, offset = 1.0, 0.0
     else:
         raise ValueError(f"task must be 'simple' or 'modp', got {task!r}")
-    vals = [num_scale * np.arange(q + 1) / q + offset for q in dens]
-    return np.unique(np.concatenate(vals))
+    # exact rationals c/q as reduced integer pairs, so that equal values are merged exactly
+    num = np.concatenate([np.arange(q + 1) for q in dens])
+    den = np.concatenate([np.full(q + 1, q) for q in dens])
+    g = np.gcd(num, den)
+    pairs = np.unique(np.stack([num // g, den // g], 1), axis=0)
+    vals = num_scale * pairs[:, 0] / pairs[:, 1] + offset
+    return np.sort(vals)
 
 
 def max_gap(v) -> float:
