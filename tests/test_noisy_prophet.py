@@ -230,6 +230,45 @@ def test_code_replay_finds_the_calibration_sample_among_the_items():
     ell = int(20_000 ** (2 / 3))
     assert r["ell"] == ell and r["z_offset"] >= 0
     assert r["reward"] <= r["maximum"]
+    # pinned values of the replay for seed 0 (numpy's legacy RandomState stream is frozen):
+    # the code's rule stops at item 6434, which is the run's maximum, and its calibration
+    # sample is items 480 .. 10479
+    assert (r["tau"], r["z_offset"]) == (6434, 480)
+    assert r["reward"] == r["maximum"]
+    assert r["alpha"] == pytest.approx(0.2204681548, abs=1e-9)
+
+
+def test_numpy_quantile_quadratic_tail_prediction():
+    n, M, nd = 10**5, 10**4, 10**5 - 2154
+    pred = npf.numpy_quantile_stop_quadratic_tail(nd, M, n)
+    lo, hi = npf.numpy_quantile_stop_bracket(nd, M, n)
+    assert lo < pred < hi
+    # a statistic with an exactly quadratic upper tail: 1 - F(s) = (1 - s)^2 on [0, 1];
+    # simulate the np.quantile threshold and the exact pass probability (1 - alpha)^2
+    g = gen(16)
+    R = 1500
+    v = 1 - np.sqrt(g.random((R, M)))
+    alpha = np.quantile(v, 1 - 1 / n, axis=1)
+    p = (1 - alpha) ** 2
+    stop = g.random(R) < -np.expm1(nd * np.log1p(-p))
+    assert abs(stop.mean() - pred) < 4 * np.sqrt(pred * (1 - pred) / R)
+    with pytest.raises(ValueError, match="M must"):
+        npf.numpy_quantile_stop_quadratic_tail(nd, 3 * n, n)
+
+
+def test_etd_returns_the_ridge_fit_and_eps_greedy_numpy_mode():
+    g = gen(17)
+    theta = np.array([3.0, 2.0])
+    out = npf.etd_lcbt_iid(theta, 0.5, 2000, 30, g)
+    assert out["theta_hat"].shape == (30, 2) and out["V"].shape == (30, 2, 2)
+    # V = I + sum x x^T over ell features in [0, 1/sqrt 2]^2: between I and (1 + ell / 2) I
+    ell = npf.default_ell(2000)
+    eig = np.linalg.eigvalsh(out["V"])
+    assert np.all(eig >= 1 - 1e-12) and np.all(eig <= 1 + ell)
+    eg = npf.eps_greedy_lcbt(theta, 0.5, 2000, 5, g, M=500, quantile="numpy")
+    assert np.all(eg["reward"] <= eg["maxima"] + 1e-12)
+    with pytest.raises(ValueError, match="quantile"):
+        npf.eps_greedy_lcbt(theta, 0.5, 2000, 2, g, quantile="mean")
 
 
 def test_adversarial_boxes_put_the_value_in_the_window():

@@ -171,9 +171,12 @@ def lcb(Z, theta_hat, Vinv, rad: float) -> np.ndarray:
 def top_quantile(values, n: int) -> np.ndarray:
     r"""The :math:`(1-1/n)` sample quantile along the last axis.
 
-    It is the :math:`k`-th largest value, :math:`k=\lfloor M/n\rfloor`. Requires :math:`M\ge20n`
-    (with :math:`M=10^4` samples and :math:`n=10^5`, as in the official code, the quantile
-    collapses to the sample maximum).
+    It is the :math:`k`-th largest value, :math:`k=\lfloor M/n\rfloor`. Requires :math:`M\ge20n`,
+    so that :math:`k\ge20` and the threshold's pass probability is within about
+    :math:`1/\sqrt{20}` of :math:`1/n` in relative terms. (With :math:`M=10^4` samples and
+    :math:`n=10^5`, as in the official code, no order statistic is a :math:`(1-1/n)` quantile:
+    ``np.quantile`` then returns a mix of the two largest draws, see
+    :func:`numpy_quantile_ranks`.)
     """
     values = np.asarray(values, dtype=float)
     n = positive_int(n, "n")
@@ -261,6 +264,38 @@ def numpy_quantile_stop_bracket(n_decide: int, M: int, n: int) -> tuple[float, f
     return lo, hi
 
 
+def numpy_quantile_stop_quadratic_tail(n_decide: int, M: int, n: int) -> float:
+    r"""Stopping probability of the ``np.quantile`` threshold when the upper tail is quadratic.
+
+    If :math:`1-F(s)=C(s_{\max}-s)^2` near the top (the trapezoid law; a statistic whose maximum
+    over the feature box sits at a corner with non-zero gradient), then :math:`\sqrt{1-F}` is
+    linear in :math:`s` there, and the interpolated threshold
+    :math:`(1-g)\,v_{(k_{low})}+g\,v_{(k_{high})}` (ranks from the top,
+    :func:`numpy_quantile_ranks`) passes items with probability
+    :math:`p=\big((1-g)\sqrt{U_{(2)}}+g\sqrt{U_{(1)}}\big)^2`, :math:`U_{(1)}<U_{(2)}` the two
+    smallest of :math:`M` uniforms (joint density :math:`M(M-1)(1-u_2)^{M-2}`). Then
+    :math:`\Pr[\text{stop}]=1-\mathbb E(1-p)^{n'}`, by a two-dimensional quadrature. Only for
+    ``k_low = 2`` (:math:`M<2n`, e.g. the code's :math:`M=10^4`, :math:`n=10^5`).
+
+    Book: prf:`prop-16-numpy-quantile` in book/16-prophet-noisy-rewards/paper.md (Exercise 5).
+    """
+    n_decide, M, n = positive_int(n_decide, "n_decide"), positive_int(M, "M"), positive_int(n, "n")
+    k_low, _, g = numpy_quantile_ranks(M, 1 - 1 / n)
+    if k_low != 2:
+        raise ValueError(
+            f"M must be at most n + 1 (np.quantile mixing the two largest draws), got {M}"
+        )
+
+    def f(u1, u2):
+        p = ((1 - g) * np.sqrt(u2) + g * np.sqrt(u1)) ** 2
+        return -np.expm1(n_decide * np.log1p(-p)) * M * (M - 1) * np.exp((M - 2) * np.log1p(-u2))
+
+    # (1 - u2)^(M - 2) < e^-78 beyond u2 = 80 / M
+    return float(
+        integrate.dblquad(f, 0, min(1.0, 80 / M), 0, lambda u2: u2, epsabs=1e-13, epsrel=1e-11)[0]
+    )
+
+
 # ---------------------------------------------------------------- policies (vectorised over runs)
 def _first_true(mask):
     """Index of the first True along axis 1 and whether there is one."""
@@ -306,7 +341,8 @@ def etd_lcbt_iid(
     ``np.quantile(draws, 1 - 1/n)`` as the official code does (any ``M``; the code uses
     :math:`M=10^4`, see :func:`numpy_quantile_stop_bracket`). Returns
     per-run ``reward`` (0 if no stop), ``stopped``, ``tau`` (-1 if none), ``maxima``
-    (:math:`\max_{i\le n}X_i`), ``alpha``.
+    (:math:`\max_{i\le n}X_i`), ``alpha``, and the ridge fit of the exploration phase,
+    ``theta_hat`` :math:`(R,d)` and ``V`` :math:`(R,d,d)`.
 
     Book: prf:`thm-16-etd` in book/16-prophet-noisy-rewards/theory.md.
     """
@@ -316,14 +352,16 @@ def etd_lcbt_iid(
     M = M_ if M is None else positive_int(M, "M")
     if quantile not in ("order", "numpy"):
         raise ValueError(f"quantile must be 'order' or 'numpy', got {quantile!r}")
-    out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "alpha")}
-    chunk = max(1, min(int(chunk), int(2e7 // M)))  # keep the calibration block near 300 MB
+    out = {k: [] for k in ("reward", "stopped", "tau", "maxima", "alpha", "theta_hat", "V")}
+    # calibration blocks of at most 10^6 draws (16 MB at d = 2): larger blocks go to fresh
+    # memory maps each time and cost more in page faults than in arithmetic
+    chunk = max(1, min(int(chunk), int(1e6 // M)))
     for start in range(0, n_runs, chunk):
         r = min(chunk, n_runs - start)
         x = iid_features((r, n), d, rng)
         X = x @ theta
         y = X[:, :ell] + sigma * rng.standard_normal((r, ell))
-        th, _, Vinv = ridge_fit(x[:, :ell], y, beta)
+        th, V, Vinv = ridge_fit(x[:, :ell], y, beta)
         Z = iid_features((r, M), d, rng)
         if quantile == "order":
             alpha = top_quantile(lcb(Z, th, Vinv, rad), n)
@@ -337,6 +375,8 @@ def etd_lcbt_iid(
         out["tau"].append(tau)
         out["maxima"].append(X.max(axis=1))
         out["alpha"].append(alpha)
+        out["theta_hat"].append(th)
+        out["V"].append(V)
     return {k: np.concatenate(v) for k, v in out.items()}
 
 
@@ -351,6 +391,8 @@ def eps_greedy_lcbt(
     beta: float = 1.0,
     rad: float | None = None,
     M_factor: int = 20,
+    M: int | None = None,
+    quantile: str = "order",
 ) -> dict:
     r""":math:`\varepsilon`-Greedy-LCBT.
 
@@ -358,14 +400,19 @@ def eps_greedy_lcbt(
     Our variant, stated because recalibrating after every exploration costs :math:`O(Mn)`: the
     threshold is recomputed (the :math:`(1-1/n)` quantile of the LCB from fresh draws) when the
     number of explorations reaches :math:`2,4,8,\dots`; before the first recalibration the gambler
-    only explores. Same outputs as :func:`etd_lcbt_iid`.
+    only explores. ``M`` and ``quantile`` set the calibration as in :func:`etd_lcbt_iid`
+    (``quantile="numpy"`` with ``M=10**4`` is the official code's). Same outputs as
+    :func:`etd_lcbt_iid`.
 
     Book: prf:`thm-16-etd` in book/16-prophet-noisy-rewards/theory.md
     (its :math:`\varepsilon`-Greedy-LCBT, our variant).
     """
-    theta, d, sigma, n, ell, n_runs, rad, M = _setup_iid(
+    theta, d, sigma, n, ell, n_runs, rad, M_ = _setup_iid(
         theta, sigma, n, n_runs, rng, ell, rad, M_factor
     )
+    M = M_ if M is None else positive_int(M, "M")
+    if quantile not in ("order", "numpy"):
+        raise ValueError(f"quantile must be 'order' or 'numpy', got {quantile!r}")
     eps = np.sqrt(ell / n)
     reward, stopped_all, tau_all, maxima, alphas = [], [], [], [], []
     for _ in range(n_runs):
@@ -381,7 +428,11 @@ def eps_greedy_lcbt(
         for j, m in enumerate(marks):
             used = ex_idx[ex_idx <= m]
             th, _, Vinv = ridge_fit(x[None, used], y[None, used], beta)
-            alpha = top_quantile(lcb(iid_features((1, M), d, rng), th, Vinv, rad), n)[0]
+            calib = lcb(iid_features((1, M), d, rng), th, Vinv, rad)
+            if quantile == "order":
+                alpha = top_quantile(calib, n)[0]
+            else:
+                alpha = float(np.quantile(calib[0], 1 - 1 / n))
             seg = np.arange(m + 1, bounds[j + 1])
             seg = seg[~explore[seg]]
             if seg.size:
@@ -533,7 +584,7 @@ def trapezoid_cdf(s, theta) -> np.ndarray:
     """
     b1, b2 = _trap_params(theta)
     s = np.asarray(s, dtype=float)
-    out = np.where(s <= 0, 0.0, 0.0)
+    out = np.zeros_like(s)
     out = np.where((s > 0) & (s <= b1), s**2 / (2 * b1 * b2), out)
     out = np.where((s > b1) & (s <= b2), (s - b1 / 2) / b2, out)
     out = np.where((s > b2) & (s < b1 + b2), 1 - (b1 + b2 - s) ** 2 / (2 * b1 * b2), out)
@@ -648,6 +699,11 @@ def code_replay_etd(seed: int, *, n: int = 10**5, d: int = 2, noise_std: float =
     (:math:`\beta=1`), and then draws its :math:`10^4` calibration features from the same stream.
     We reproduce that sequence with ``np.random.RandomState(seed)`` (no global state): the values
     are those the code draws. Deterministic: this replays the code, it is not a simulation of ours.
+
+    The code's exploration loop runs for :math:`t=0,\dots,\ell_n`, that is :math:`\ell_n+1` steps,
+    and decides from step :math:`\ell_n+1` on; the replay keeps that off-by-one, while
+    :func:`etd_lcbt_iid` explores exactly :math:`\ell_n` steps (one step in about 2,000 at
+    :math:`n=10^5`, which moves the stopping probability by less than :math:`10^{-5}`).
 
     Returns ``reward`` (0 without a stop), ``maximum``, ``tau`` (-1 without a stop), ``alpha`` and
     ``z_offset``: the index ``t0`` with calibration feature ``j`` equal to item ``t0 + j`` for every
