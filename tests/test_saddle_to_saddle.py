@@ -17,8 +17,8 @@ def _data(kind, seed=0, n=7, d=3, m=2, H=4):
     g = gen(seed)
     X, Y = g.standard_normal((n, d)), g.standard_normal((n, m))
     W1, W2 = g.standard_normal((H, d)), g.standard_normal((m, H))
-    if kind == "relu":  # keep pre-activations away from the kink for finite differences
-        W1 += 0.0
+    if kind == "relu":  # finite differences need pre-activations away from the kink
+        assert np.abs(X @ W1.T).min() > 1e-3
     return X, Y, W1, W2
 
 
@@ -129,12 +129,13 @@ def test_embed_bad_inputs():
         ss.train_gd("relu", W1, W2, np.zeros((2, 3)), np.zeros((2, 2)), -1.0, 5)
 
 
-def test_saxe_mode_matches_ode():
+def test_saxe_logistic_closed_form_matches_ode():
+    """eq-09-saxe: c(t) = s / (1 + (s/c0 - 1) e^{-2st}) solves c' = 2c(s - c)."""
     s, u0 = 2.5, 1e-4
     t = np.linspace(0, 6, 50)
     sol = solve_ivp(lambda _, u: 2 * u * (s - u), (0, 6), [u0], t_eval=t, rtol=1e-11, atol=1e-14)
-    np.testing.assert_allclose(ss.saxe_mode(s, u0, t), sol.y[0], rtol=1e-6)
-    assert ss.saxe_mode(s, u0, ss.saxe_half_time(s, u0)) == pytest.approx(s / 2)
+    closed = s / (1.0 + (s / u0 - 1.0) * np.exp(-2.0 * s * t))
+    np.testing.assert_allclose(closed, sol.y[0], rtol=1e-6)
 
 
 def test_cubic_escape_time_matches_ode():
@@ -157,6 +158,8 @@ def test_crossing_times():
 def test_effective_rank_and_active_units():
     M = np.diag([3.0, 1e-3, 0.5, 0.0])
     assert ss.effective_rank(M, 0.1) == 2
+    stack = np.stack([M, np.eye(4), np.zeros((4, 4))])
+    np.testing.assert_array_equal(ss.effective_rank(stack, 0.1), [2, 4, 0])
     assert ss.count_active_units(np.array([1.0, 1e-4, 0.5]), 1e-2) == 2
 
 
@@ -175,6 +178,53 @@ def test_count_kinks_hand_built():
     # units 0 and 1 share the kink 0.4 (one ray), unit 2 has kink -0.2, unit 3 is outside,
     # unit 4 is negligible
     assert ss.count_kinks(w, b, a) == 2
+    # location -b/w (sign matters): only the kink at 0.5 lies in (0, 1)
+    assert ss.count_kinks(np.ones(2), np.array([-0.5, 1.5]), np.ones(2), x_range=(0.0, 1.0)) == 1
+    # batched: leading axes are independent networks
+    batch = np.stack([np.stack([w, b, a]), np.stack([w, b, np.zeros_like(a)])])  # (2, 3, H)
+    np.testing.assert_array_equal(ss.count_kinks(batch[:, 0], batch[:, 1], batch[:, 2]), [2, 0])
+
+
+def _count_kinks_loop(w, b, a, merge_tol):
+    jump = np.abs(a * w)
+    if jump.max() == 0:
+        return 0
+    tol = 0.02 * jump.max()
+    keep = (jump > tol) & (w != 0)
+    x, slope = -b[keep] / w[keep], (a * np.abs(w))[keep]
+    inside = (x > -1) & (x < 1)
+    order = np.argsort(x[inside])
+    x, slope = x[inside][order], slope[inside][order]
+    total, last = [], -np.inf
+    for xi, si in zip(x, slope):
+        if xi - last > merge_tol:
+            total.append(0.0)
+        total[-1] += si
+        last = xi
+    return int(np.sum(np.abs(np.array(total)) > tol))
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), merge_tol=st.sampled_from([0.05, 0.1, 0.3]))
+def test_count_kinks_vectorised_matches_loop(seed, merge_tol):
+    g = gen(seed)
+    w, b, a = g.standard_normal((3, 4, 6))
+    got = ss.count_kinks(w, b, a, merge_tol=merge_tol)
+    want = [_count_kinks_loop(w[r], b[r], a[r], merge_tol) for r in range(4)]
+    np.testing.assert_array_equal(got, want)
+
+
+def test_manifold_distance_zero_units():
+    W1, W2 = np.zeros((3, 2)), np.zeros((1, 3))
+    assert ss.manifold_distance(W1, W2, (0, 1), 2.0) == 0.0
+    W1[0] = 1.0
+    assert ss.manifold_distance(W1, W2, (0, 1), 2.0) == pytest.approx(1.0)
+
+
+def test_embed_ignores_lam_where_unused():
+    W1, W2 = gen(5).standard_normal((2, 3)), gen(6).standard_normal((1, 2))
+    V1, V2 = ss.embed(W1, W2, "zero", "relu", lam=7.0)
+    assert V1.shape == (3, 3) and np.all(V1[-1] == 0) and np.all(V2[:, -1] == 0)
 
 
 @settings(max_examples=25, deadline=None)

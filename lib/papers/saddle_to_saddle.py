@@ -39,8 +39,6 @@ __all__ = [
     "small_init",
     "embed",
     "fd_hessian",
-    "saxe_mode",
-    "saxe_half_time",
     "cubic_escape_time",
     "crossing_times",
     "effective_rank",
@@ -245,18 +243,18 @@ def embed(W1, W2, mode: str, kind: str, *, j: int = 0, lam: float = 0.5, G=None)
     if mode in ("duplicate", "ray_split"):
         if isinstance(j, bool) or not isinstance(j, (int, np.integer)) or not 0 <= j < Hm1:
             raise ValueError(f"j must be a unit index in [0, {Hm1}), got {j!r}")
-    lam = real(lam, "lam")
     W1n, W2n = (
         np.vstack([W1, np.zeros((1, W1.shape[1]))]),
         np.hstack([W2, np.zeros((W2.shape[0], 1))]),
     )
     if mode == "duplicate":
+        lam = real(lam, "lam")
         W1n[-1] = W1[j]
         W2n[:, j], W2n[:, -1] = lam * W2[:, j], (1 - lam) * W2[:, j]
     elif mode == "ray_split":
         if kind not in ("relu", "linear"):
             raise ValueError(f"ray_split needs a degree-1 homogeneous activation, got {kind!r}")
-        real(lam, "lam", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        lam = real(lam, "lam", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
         r, q = np.sqrt(lam), np.sqrt(1 - lam)
         W1n[j], W1n[-1] = r * W1[j], q * W1[j]
         W2n[:, j], W2n[:, -1] = r * W2[:, j], q * W2[:, j]
@@ -268,24 +266,6 @@ def embed(W1, W2, mode: str, kind: str, *, j: int = 0, lam: float = 0.5, G=None)
             raise ValueError("G must be invertible")
         W1n, W2n = G @ W1n, W2n @ np.linalg.inv(G)
     return W1n, W2n
-
-
-def saxe_mode(s, u0, t):
-    """Mode strength on the decoupled manifold, solving u' = 2u(s - u) (eq-09-saxe):
-    u(t) = s e^{2st} / (e^{2st} - 1 + s/u0). Broadcasts over ``s``, ``u0``, ``t``."""
-    s, u0, t = np.asarray(s, float), np.asarray(u0, float), np.asarray(t, float)
-    if np.any(s <= 0) or np.any(u0 <= 0):
-        raise ValueError("s and u0 must be positive")
-    # written with e^{-2st} to avoid overflow at large t
-    return s / (1.0 + (s / u0 - 1.0) * np.exp(-2.0 * s * t))
-
-
-def saxe_half_time(s, u0):
-    """Time at which u(t) of :func:`saxe_mode` reaches s/2: ln(s/u0 - 1) / (2s)."""
-    s, u0 = np.asarray(s, float), np.asarray(u0, float)
-    if np.any(s <= 0) or np.any(u0 <= 0) or np.any(u0 >= s):
-        raise ValueError("need s > 0 and 0 < u0 < s")
-    return np.log(s / u0 - 1.0) / (2.0 * s)
 
 
 def cubic_escape_time(q, a0):
@@ -327,8 +307,7 @@ def effective_rank(M, tol: float) -> np.ndarray:
     tiny and a relative level would count noise as rank."""
     M = real_array(M, "M")
     tol = positive(tol, "tol")
-    s = np.linalg.svd(M, compute_uv=False)
-    return np.sum(s > tol, axis=-1)
+    return np.linalg.matrix_rank(M, tol=tol)
 
 
 def count_active_units(norms, rel_tol: float = 1e-2) -> np.ndarray:
@@ -347,41 +326,56 @@ def participation_ratio(sizes) -> np.ndarray:
     return np.sum(sizes, -1) ** 2 / np.sum(sizes**2, -1)
 
 
-def count_kinks(w, b, a, x_range=(-1.0, 1.0), rel_norm_tol=0.02, merge_tol=0.05) -> int:
-    """Distinct kinks -b_h/w_h inside ``x_range`` of a 1-D ReLU net sum_h a_h relu(w_h x + b_h).
+def count_kinks(w, b, a, x_range=(-1.0, 1.0), rel_norm_tol=0.02, merge_tol=0.05) -> np.ndarray:
+    """Distinct kinks -b_h/w_h inside ``x_range`` of 1-D ReLU nets sum_h a_h relu(w_h x + b_h).
 
-    A unit counts if its slope change |a_h w_h| exceeds ``rel_norm_tol`` times the largest;
-    kinks closer than ``merge_tol`` are merged (units on one ray share a kink), and a merged
-    kink counts only if its total slope change sum a_h |w_h| is above the same tolerance.
+    ``w``, ``b``, ``a`` have shape (..., H) (any leading axes: runs, logged times); returns the
+    count, shape (...). A unit counts if its slope change |a_h w_h| exceeds ``rel_norm_tol`` times
+    the largest of its network; kinks closer than ``merge_tol`` are merged (units on one ray share
+    a kink), and a merged kink counts only if its total slope change sum a_h |w_h| is above the
+    same tolerance. Book: figure fig-09-relu in book/09-saddle-to-saddle/relu.md.
     """
-    w, b, a = (real_array(v, n, ndim=1) for v, n in ((w, "w"), (b, "b"), (a, "a")))
-    if not (w.shape == b.shape == a.shape):
-        raise ValueError("w, b and a must have the same shape")
+    w, b, a = (real_array(v, n) for v, n in ((w, "w"), (b, "b"), (a, "a")))
+    if not (w.shape == b.shape == a.shape) or w.ndim < 1:
+        raise ValueError("w, b and a must have the same shape (..., H)")
     lo, hi = (real(v, "x_range") for v in x_range)
+    merge_tol = positive(merge_tol, "merge_tol")
     jump = np.abs(a * w)
-    if jump.max() == 0:
-        return 0
-    tol = rel_norm_tol * jump.max()
-    keep = (jump > tol) & (w != 0)
-    x = -b[keep] / w[keep]
-    slope = (a * np.abs(w))[keep]
-    inside = (x > lo) & (x < hi)
-    x, slope = x[inside], slope[inside]
-    order = np.argsort(x)
-    x, slope = x[order], slope[order]
-    groups = np.cumsum(np.r_[True, np.diff(x) > merge_tol]) if x.size else np.array([], int)
-    total = np.bincount(groups, weights=slope) if x.size else np.array([])
-    return int(np.sum(np.abs(total) > tol))
+    tol = rel_norm_tol * jump.max(axis=-1, keepdims=True)  # (..., 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        x = np.where(w != 0, -b / np.where(w != 0, w, 1.0), np.nan)
+    valid = (jump > tol) & (w != 0) & (x > lo) & (x < hi)
+    x = np.where(valid, x, np.inf)  # invalid kinks sort to the end
+    order = np.argsort(x, axis=-1)
+    x = np.take_along_axis(x, order, -1)
+    slope = np.take_along_axis(np.where(valid, a * np.abs(w), 0.0), order, -1)
+    valid = np.isfinite(x)
+    # a new group starts at each valid kink more than merge_tol right of the previous one
+    with np.errstate(invalid="ignore"):  # inf - inf among the invalid tail gives NaN: no start
+        gap = np.diff(x, axis=-1, prepend=-np.inf) > merge_tol
+    start = valid & gap
+    gid = np.cumsum(start, axis=-1) - 1  # group index per kink, -1 before the first
+    H = w.shape[-1]
+    flat = gid.reshape(-1, H) + H * np.arange(gid.size // H)[:, None]
+    total = np.zeros(gid.size)
+    np.add.at(total, flat[valid.reshape(-1, H)], slope.reshape(-1, H)[valid.reshape(-1, H)])
+    total = total.reshape(w.shape)  # group sums; slot g of each net holds group g
+    ngroups = start.sum(-1, keepdims=True)
+    counted = (np.abs(total) > tol) & (np.arange(H) < ngroups)
+    return counted.sum(-1)
 
 
 def manifold_distance(W1, W2, pair=(0, 1), c: float = 1.0) -> np.ndarray:
     """Relative distance of units ``pair = (h, h')`` from the proportionality manifold
-    theta_h' = c theta_h: ||theta_h' - c theta_h|| / ||theta_h'|| (last two axes of W1, W2)."""
+    theta_h' = c theta_h: ||theta_h' - c theta_h|| / max(||theta_h'||, ||c theta_h||) over the last
+    two axes of W1, W2; 0 where both units are zero (a zero pair lies on every such manifold)."""
     W1, W2, _, _ = _check_net(W1, W2)
     h, hp = pair
     th = np.concatenate([W1[..., h, :], W2[..., :, h]], axis=-1)
     thp = np.concatenate([W1[..., hp, :], W2[..., :, hp]], axis=-1)
-    return np.linalg.norm(thp - c * th, axis=-1) / np.linalg.norm(thp, axis=-1)
+    den = np.maximum(np.linalg.norm(thp, axis=-1), np.linalg.norm(c * th, axis=-1))
+    num = np.linalg.norm(thp - c * th, axis=-1)
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
 
 
 def fd_hessian(grad_fn, W1, W2, h: float = 1e-5) -> np.ndarray:
