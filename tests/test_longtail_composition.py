@@ -227,3 +227,54 @@ def test_training_reduces_loss_and_weight_decay_shrinks():
     assert np.all(nets.ensemble_mse(m, x, y, 2) < before)
     with pytest.raises(ValueError, match="weight_decay"):
         nets.train_ensemble(m, x, y, weight_decay=[0.0], generator=torch.Generator())
+
+
+def test_gram_and_svd_branches_share_the_rank_rule():
+    # singular values 1, 0.5, 3e-6: above the Gram floor 1e-6 * s_max, so both branches keep 3
+    # (thresholding the Gram eigenvalues w > 1e-10 * w_max, i.e. s > 1e-5 s_max, dropped it)
+    g = gen(21)
+    U = np.linalg.qr(g.standard_normal((3, 3)))[0]
+    V = np.linalg.qr(g.standard_normal((6, 3)))[0]
+    X = U @ np.diag([1.0, 0.5, 3e-6]) @ V.T  # 3 rows, 6 seen columns: Gram branch
+    _, _, s_gram, _ = lc._row_space(X, 1e-10)
+    _, _, s_svd, _ = lc._row_space(X.T, 1e-10)  # 6 rows, 3 columns: SVD branch
+    assert s_gram.size == 3 and s_svd.size == 3
+    np.testing.assert_allclose(s_gram[::-1], s_svd, rtol=1e-4)
+    # an exactly repeated row: the Gram branch must not keep the numerically-zero direction
+    Xd = np.vstack([X, X[:1]])
+    assert lc._row_space(Xd, 1e-10)[2].size == 3
+
+
+def test_paired_training_keeps_equal_members_equal():
+    D = nets.make_sum_data(40, 10, gen(16), per_digit=3, n_glyphs=25)
+    x, y = D["train"]
+    assert x.shape[0] == 65 and D["glyph_rows"].size == 25
+    assert float(D["pair"][1].max()) <= 9 + 9 + 4
+    torch.manual_seed(3)
+    m = nets.SumNet(2, 64, hidden=8)
+    with torch.no_grad():
+        for par in m.parameters():
+            par[1:] = par[:1]
+    nets.train_ensemble(
+        m,
+        x,
+        y,
+        weight_decay=[0.0, 0.0],
+        epochs=3,
+        batch=16,
+        generator=torch.Generator().manual_seed(1),
+        paired=True,
+    )
+    for par in m.parameters():
+        assert torch.equal(par[0], par[1])
+    with pytest.raises(ValueError, match="even"):
+        nets.train_ensemble(
+            nets.SumNet(3, 64, hidden=8),
+            x,
+            y,
+            weight_decay=[0.0, 0.0, 1.0],
+            generator=torch.Generator(),
+            paired=True,
+        )
+    with pytest.raises(ValueError, match="y"):
+        nets.ensemble_mse(m, x, y[:-1], 2)

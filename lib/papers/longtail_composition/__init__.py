@@ -110,11 +110,18 @@ def sample_longtail(n: int, p, rng: np.random.Generator) -> np.ndarray:
     return np.where(on, signs, 0).astype(float)
 
 
+_GRAM_FLOOR = 1e-6  # smallest relative singular value the Gram branch can resolve
+
+
 def _row_space(X: np.ndarray, rcond: float):
     """Thin SVD of X restricted to its non-zero columns: (columns, U_r, s_r, Vt_r).
 
     With m seen columns, an SVD of the n x m block when m <= n, otherwise an eigendecomposition
-    of the n x n Gram matrix X X^T = U diag(s^2) U^T (then Vt = diag(1/s) U^T X).
+    of the n x n Gram matrix X X^T = U diag(s^2) U^T (then Vt = diag(1/s) U^T X). Both branches
+    keep the singular values s > rcond * s_max (in the Gram branch s = sqrt(w) for the
+    eigenvalues w, so the test is sqrt(w) > rcond * sqrt(w_max), not w > rcond * w_max). The
+    Gram branch cannot resolve singular values below about sqrt(n * eps) * s_max (squaring
+    loses half the digits), so there the effective rcond is max(rcond, 1e-6).
     """
     cols = np.flatnonzero(np.any(X != 0, axis=0))
     if cols.size == 0:
@@ -125,8 +132,11 @@ def _row_space(X: np.ndarray, rcond: float):
         r = int(np.count_nonzero(s > rcond * s[0]))
         return cols, U[:, :r], s[:r], Vt[:r]
     w, U = linalg.eigh(Xr @ Xr.T)
-    keep = w > max(rcond, 1e-12) * w[-1]
-    U, s = U[:, keep], np.sqrt(w[keep])
+    s_all = np.sqrt(np.clip(w, 0.0, None))
+    # forming X X^T squares the condition number: eigenvalues are only accurate to about
+    # n * eps * w_max, i.e. singular values below ~1e-6 s_max are not resolved in this branch
+    keep = s_all > max(rcond, _GRAM_FLOOR) * s_all[-1]
+    U, s = U[:, keep], s_all[keep]
     return cols, U, s, (U.T @ Xr) / s[:, None]
 
 
@@ -142,8 +152,13 @@ def min_norm_solution(X, y, rcond: float = 1e-10) -> np.ndarray:
     y : array, shape (n,) or (n, q)
         One or several label vectors (one column per noise draw).
     rcond : float
-        Singular values below ``rcond * s_max`` count as zero (duplicate rows make
-        :math:`XX^\top` singular).
+        Singular values of the seen block at or below ``rcond * s_max`` count as zero
+        (duplicate rows make :math:`XX^\top` singular). The same rule applies to the thin SVD
+        of the block (at most ``n`` seen columns) and to the eigendecomposition of the Gram
+        matrix :math:`XX^\top` (more seen columns; singular values are the square roots of its
+        eigenvalues), except that the Gram branch cannot resolve singular values below about
+        ``1e-6 * s_max`` (squaring the matrix loses half the digits), so there the effective
+        ``rcond`` is ``max(rcond, 1e-6)``.
 
     Returns
     -------

@@ -122,6 +122,7 @@ def make_sum_data(
     zipf: float = 1.0,
     per_digit: int = 40,
     noise: float = 0.05,
+    n_glyphs: int = 10,
 ) -> dict:
     r"""The three-image sum task with one-shot glyphs (stand-in for the paper's Fig. 2, Table 1).
 
@@ -130,12 +131,15 @@ def make_sum_data(
     a bank image adds fresh pixel noise of standard deviation ``noise``.
 
     Training: ``n_train`` triples of digit images with digits drawn from
-    :func:`zipf_digit_probs`; in addition, each of 10 one-shot glyphs (values 0-9) appears in
-    exactly one extra triple, in a random channel, beside two random digits. Target: the sum.
+    :func:`zipf_digit_probs`; in addition, each of ``n_glyphs`` one-shot glyphs (glyph ``g`` has
+    value ``g mod 10``) appears in exactly one extra triple, in a random channel, beside two
+    random digits. Target: the sum.
 
     Test sets:
 
-    * ``nine``: every triple has one fresh '9' (random channel); the other two digits are 0-4;
+    * ``nine``: every triple has one '9' from the test bank (random channel); the other two
+      digits are 0-4. The test bank renders the *same* font glyph with fresh jitter, so these
+      '9's are near-copies of the training '9's, not new handwriting;
     * ``pair``: two distinct glyphs (a pair never seen together) and one fresh digit 0-4.
 
     Returns a dict with float32 tensors ``(x, y)`` per split (``x`` of shape
@@ -146,6 +150,9 @@ def make_sum_data(
     check_generator(rng)
     per_digit = positive_int(per_digit, "per_digit")
     noise = nonnegative(noise, "noise")
+    G = positive_int(n_glyphs, "n_glyphs")
+    if G < 2:
+        raise ValueError(f"n_glyphs must be at least 2, got {G}")
     q = zipf_digit_probs(zipf)
     labels = np.repeat(np.arange(10), per_digit)
     train_bank = render_digits(labels, rng, size, noise=0.0).reshape(10, per_digit, -1)
@@ -153,28 +160,29 @@ def make_sum_data(
     digits = rng.choice(10, size=(n_train, 3), p=q)
     x = _bank_draw(train_bank, digits, rng, noise)
     y = digits.sum(axis=1).astype(float)
-    glyphs = one_shot_glyphs(10, rng, size)
-    # one training triple per glyph: glyph value v in a random channel, two random digits
-    g_digits = rng.choice(10, size=(10, 3), p=q)
+    glyphs = one_shot_glyphs(G, rng, size)
+    value = np.arange(G) % 10
+    # one training triple per glyph: glyph g (value g mod 10) in a random channel, two digits
+    g_digits = rng.choice(10, size=(G, 3), p=q)
     gx = _bank_draw(train_bank, g_digits, rng, noise)
-    g_chan = rng.integers(0, 3, 10)
-    gx[np.arange(10), g_chan] = glyphs
-    g_digits[np.arange(10), g_chan] = 0
+    g_chan = rng.integers(0, 3, G)
+    gx[np.arange(G), g_chan] = glyphs
+    g_digits[np.arange(G), g_chan] = 0
     x = np.concatenate([x, gx])
-    y = np.concatenate([y, np.arange(10) + g_digits.sum(axis=1)])
+    y = np.concatenate([y, value + g_digits.sum(axis=1)])
     # test: a fresh '9' plus two fresh digits from 0-4
     t_digits = rng.integers(0, 5, size=(n_test, 3))
     t_digits[np.arange(n_test), rng.integers(0, 3, n_test)] = 9
     x9 = _bank_draw(test_bank, t_digits, rng, noise)
     y9 = t_digits.sum(axis=1).astype(float)
     # test: two distinct glyphs plus a fresh digit 0-4, channels shuffled
-    a = rng.integers(0, 10, n_test)
-    b = (a + rng.integers(1, 10, n_test)) % 10
+    a = rng.integers(0, G, n_test)
+    b = (a + rng.integers(1, G, n_test)) % G
     c = rng.integers(0, 5, n_test)
     xp = np.stack([glyphs[a], glyphs[b], _bank_draw(test_bank, c, rng, noise)], axis=1)
     perm = np.argsort(rng.random((n_test, 3)), axis=1)
     xp = xp[np.arange(n_test)[:, None], perm]
-    yp = (a + b + c).astype(float)
+    yp = (value[a] + value[b] + c).astype(float)
 
     def f(z):
         return torch.as_tensor(z, dtype=torch.float32)
@@ -183,7 +191,7 @@ def make_sum_data(
         train=(f(x), f(y)),
         nine=(f(x9), f(y9)),
         pair=(f(xp), f(yp)),
-        glyph_rows=np.arange(n_train, n_train + 10),
+        glyph_rows=np.arange(n_train, n_train + G),
     )
 
 
@@ -246,14 +254,21 @@ def train_ensemble(
     epochs: int = 60,
     batch: int = 128,
     generator: torch.Generator,
+    paired: bool = False,
 ) -> nn.Module:
     r"""Adam with decoupled weight decay (AdamW) on the mean squared error, per ensemble member.
 
     ``weight_decay`` has one entry :math:`\lambda_e` per ensemble member ``e`` (shape ``(E,)``):
     before each Adam step the member's weights are multiplied by :math:`1-\eta\lambda_e`, exactly as
-    ``torch.optim.AdamW`` does; :math:`\lambda=0` lets the model memorise single examples. ``x`` has
-    shape ``(N, C, D)`` and ``y`` shape ``(N,)``. Each member sees its own shuffles, and the
+    ``torch.optim.AdamW`` does; :math:`\lambda=0` lets the model memorise single examples. The
+    decay is applied to *every* parameter, biases included (``torch.optim.AdamW`` with a single
+    parameter group does the same). ``x`` has shape ``(N, C, D)`` and ``y`` shape ``(N,)``. The
     ensemble's loss is the sum of the members' losses, so members do not interact.
+
+    Shuffles: with ``paired=False`` each member sees its own shuffles. With ``paired=True`` the
+    ensemble size ``E`` must be even and member ``e + E/2`` sees exactly the shuffles of member
+    ``e``; together with equal initialisations this makes a *paired* comparison of two weight
+    decays (only the decay differs within a pair).
     """
     wd = real_array(weight_decay, "weight_decay", ndim=1)
     if np.any(wd < 0):
@@ -270,9 +285,15 @@ def train_ensemble(
         raise ValueError(
             f"weight_decay must have one entry per ensemble member ({params[0].shape[0]})"
         )
+    if paired and ensemble % 2:
+        raise ValueError(f"paired=True needs an even ensemble size, got {ensemble}")
     opt = torch.optim.Adam(params, lr=lr)
     for _ in range(epochs):
-        order = torch.argsort(torch.rand(ensemble, N, generator=generator), dim=1)
+        if paired:
+            half = torch.argsort(torch.rand(ensemble // 2, N, generator=generator), dim=1)
+            order = torch.cat([half, half])
+        else:
+            order = torch.argsort(torch.rand(ensemble, N, generator=generator), dim=1)
         for start in range(0, N, batch):
             idx = order[:, start : start + batch]
             loss = ((model(x[idx]) - y[idx]) ** 2).mean(dim=1).sum()
@@ -289,9 +310,8 @@ def train_ensemble(
 def ensemble_mse(model: nn.Module, x: torch.Tensor, y: torch.Tensor, ensemble: int) -> np.ndarray:
     """Mean squared error of each ensemble member on ``(x, y)``: shape ``(E,)``."""
     ensemble = positive_int(ensemble, "ensemble")
-    y = torch.as_tensor(
-        real_array(y.numpy() if isinstance(y, torch.Tensor) else y, "y", ndim=1),
-        dtype=torch.float32,
-    )
+    y = torch.as_tensor(y, dtype=torch.float32)
+    if y.ndim != 1 or y.shape[0] != x.shape[0]:
+        raise ValueError(f"y must have shape ({x.shape[0]},), got {tuple(y.shape)}")
     pred = model(x.unsqueeze(0).expand(ensemble, *x.shape))
     return ((pred - y) ** 2).mean(dim=1).numpy().astype(float)
