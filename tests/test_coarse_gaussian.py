@@ -229,13 +229,127 @@ def test_alpha_decreases_under_nested_coarsening():
 
 
 # --------------------------------------------------------------------------- estimators
-def test_psgd_consistent_on_grid():
+def test_psgd_one_pass_consistent_on_grid_and_arrangement():
     g = gen(9)
-    grid = unit_grid(2)
     mu = np.array([0.5, -0.2])
-    cells = grid.cell_id(g.standard_normal((4000, 2)) + mu)
-    est = cg.psgd_coarse_mean(grid, cells, D=3.0, R=8.0, epochs=3, batch=32, c=0.5, rng=g)
-    assert np.allclose(est, mu, atol=0.1)
+    for part in (unit_grid(2), cg.slab_partition(2, 4, 2, g)[0]):
+        cells = part.cell_id(g.standard_normal((3 * 600, 2)) + mu).reshape(3, 600)
+        est = cg.psgd_one_pass(part, cells, D=3.0, R=8.0, c=0.5, rng=g, checkpoints=[100, 600])
+        assert est.shape == (2, 3, 2)
+        assert np.all(np.abs(est[1] - mu) < 0.35)  # about 4 SD of sqrt(tr F^-2 / n)
+
+
+def test_halfspace_oracle_is_exact_per_request_mean():
+    # each request has its own mean; draws stay in their cell, and for a far-away cell (where
+    # plain rejection would need ~1/p proposals) the draw mean matches Monte Carlo
+    g = gen(17)
+    part, _ = cg.slab_partition(3, 5, 3, g)
+    mus = g.normal(scale=0.5, size=(400, 3))
+    cells = part.cell_id(g.standard_normal((400, 3)) + mus)
+    y = part.sample_truncated_many(mus, cells, g, R=8.0)
+    assert np.array_equal(part.cell_id(y), cells) and np.all(np.abs(y) <= 8.0)
+    mu = np.array([0.2, 0.0, -0.3])
+    c, p, m, C, n = part.cell_moments(mu, 400_000, g)
+    k = np.argmin(np.where(n >= 200, p, np.inf))  # a small cell with enough MC points
+    draws = part.sample_truncated_many(np.tile(mu, (4000, 1)), np.full(4000, c[k]), g)
+    z = (draws.mean(0) - m[k]) / np.sqrt(draws.var(0) / 4000 + np.diag(C[k]) / n[k])
+    assert np.all(np.abs(z) < 4.5)
+
+
+def test_grid_many_sampler_uses_one_mean_per_row():
+    g = gen(18)
+    grid = unit_grid(1)
+    mus = np.array([[-2.0], [2.0]]).repeat(2000, axis=0)
+    cells = np.full(4000, int(grid.cell_id(np.array([[0.5]]))[0]))  # the cell (0, 1]
+    y = grid.sample_truncated_many(mus, cells, g)[:, 0]
+    m = stats.truncnorm.mean([2.0, -2.0], [3.0, -1.0]) + np.array([-2.0, 2.0])
+    assert abs(y[:2000].mean() - m[0]) < 0.03 and abs(y[2000:].mean() - m[1]) < 0.03
+
+
+def test_sandwich_closed_forms():
+    F = np.diag([0.25, 0.5, 1.0])
+    # k = 1: F^-2; k -> inf: F^-1 (Cramer-Rao); in between F^-1 + (F^-2 - F^-1) / k
+    assert np.allclose(cg.sgd_sandwich(F, 1), np.diag([16.0, 4.0, 1.0]))
+    assert np.allclose(cg.sgd_sandwich(F, 4), np.diag([4 + 12 / 4, 2 + 2 / 4, 1.0]))
+    # the finite-n linear prediction tends to tr(Sigma_k) / n
+    for k in (1, 3):
+        big = cg.averaged_sgd_mse(F, [20_000], 2.0, k=k)[0] * 20_000
+        assert big == pytest.approx(np.trace(cg.sgd_sandwich(F, k)), rel=0.05)
+    # with constant steps eta = 1 and lambda = 1 the iterate is the last noise: delta_t = xi_t,
+    # so the average of n iid N(0, 1) has variance 1/n (brute force on the recursion)
+    one = cg.averaged_sgd_mse(np.eye(1), [10], 1.0, power=1e-12)[0]
+    assert one == pytest.approx(0.1, rel=1e-9)
+    # the initial error enters as a deterministic bias
+    assert (
+        cg.averaged_sgd_mse(F, [50], 0.5, delta0=np.ones(3))[0]
+        > cg.averaged_sgd_mse(F, [50], 0.5)[0]
+    )
+
+
+def test_sandwich_matches_scalar_simulation():
+    # a scalar Gaussian recursion with H = lam, noise variance s: brute-force simulation
+    g = gen(19)
+    lam, n, runs, c = 0.4, 300, 20000, 0.5
+    eta = c / np.sqrt(np.arange(1, n + 1))
+    delta = np.zeros(runs)
+    acc = np.zeros(runs)
+    for t in range(n):
+        delta = (1 - eta[t] * lam) * delta + eta[t] * g.standard_normal(runs)
+        acc += delta
+    mse = np.mean((acc / n) ** 2)
+    pred = cg.averaged_sgd_mse(np.array([[lam]]), [n], c)[0]
+    assert mse == pytest.approx(pred, rel=4 * np.sqrt(2 / runs))
+
+
+def test_mse_loglog_slope():
+    ns = np.array([100.0, 200.0, 400.0, 800.0])
+    E = np.outer(1 / ns, [0.5, 1.0, 1.5])
+    slope, se = cg.mse_loglog_slope(ns, E)
+    assert slope == pytest.approx(-1.0, abs=1e-12) and se >= 0
+
+
+def test_voronoi_cells_and_slab_case():
+    g = gen(20)
+    sites = g.standard_normal((6, 3))
+    part = cg.VoronoiPartition(sites)
+    X = g.standard_normal((500, 3))
+    brute = np.argmin(((X[:, None, :] - sites[None]) ** 2).sum(-1), axis=1)
+    assert np.array_equal(part.cell_id(X), brute)
+    # coplanar sites: every cell is a slab along the plane's normal
+    v = np.array([0.0, 0.0, 1.0])
+    flat = cg.VoronoiPartition(sites * [1.0, 1.0, 0.0])
+    assert np.array_equal(flat.cell_id(X), flat.cell_id(X + 2.5 * v))
+    Fm, _ = cg.fisher_information(flat, np.zeros(3), 100_000, g)
+    assert abs(v @ Fm @ v) < 1e-3
+    Fm, _ = cg.fisher_information(part, np.zeros(3), 100_000, g)
+    assert np.linalg.eigvalsh(Fm)[0] > 0.05
+
+
+def test_union_partition_law_and_sign_counterexample():
+    edges, labels = np.array([-1.0, 1.0]), np.array([1, 0, 1])
+    p, dp, F = cg.union_partition_law(edges, labels, 0.5)
+    assert p.sum() == pytest.approx(1, abs=1e-15) and dp.sum() == pytest.approx(0, abs=1e-15)
+    q, _, _ = cg.union_partition_law(edges, labels, -0.5)
+    assert np.allclose(p, q, rtol=0, atol=1e-15)  # the sign of the mean is lost
+    # F = p'^2 / (p (1 - p)) for two cells, against a finite difference of p
+    h = 1e-6
+    fd = (cg.union_partition_law(edges, labels, 0.5 + h)[0] - p) / h
+    assert dp == pytest.approx(fd, abs=1e-5)
+    assert F == pytest.approx(dp[0] ** 2 / (p[0] * p[1]), rel=1e-12) and F > 0
+    # with one interval per cell the law is a grid's
+    grid = cg.GridPartition([np.array([-1.0, 1.0])])
+    p3, _, F3 = cg.union_partition_law(edges, np.array([0, 1, 2]), 0.3)
+    assert np.allclose(p3, np.exp(grid.all_log_probs([0.3])))
+    assert F3 == pytest.approx(cg.fisher_grid_exact(grid, [0.3])[0, 0], rel=1e-12)
+
+
+def test_alpha_local_limit_is_the_nearest_edge():
+    # the TV ratio near mu* tends to exp(-delta^2 / 2), delta = distance to the nearest edge
+    for w, mu in ((0.5, 0.2), (2.0, 0.7), (4.0, -1.1)):
+        part = cg.GridPartition([np.arange(-12, 12 + 1e-9, w)])
+        r = cg.alpha_ratio(part, [mu], [[mu + 1e-5]])[0]
+        delta = np.min(np.abs(part.edges[0] - mu))
+        assert r == pytest.approx(np.exp(-(delta**2) / 2), abs=1e-4)
 
 
 def test_interval_regression_equals_ols_for_points():
@@ -269,8 +383,24 @@ def test_bad_input_is_rejected_with_named_argument():
     with pytest.raises(ValueError, match="mu"):
         grid.log_prob(np.zeros(3), [0])
     with pytest.raises(ValueError, match="R must be at least D"):
-        cg.psgd_coarse_mean(
-            grid, np.array([0, 1]), D=3.0, R=2.0, epochs=1, batch=1, c=0.5, rng=gen()
+        cg.psgd_one_pass(grid, np.array([[0, 1]]), D=3.0, R=2.0, c=0.5, rng=gen())
+    with pytest.raises(ValueError, match="cells"):
+        cg.psgd_one_pass(grid, np.array([0, 1]), D=3.0, R=8.0, c=0.5, rng=gen())
+    with pytest.raises(ValueError, match="checkpoints"):
+        cg.psgd_one_pass(grid, np.array([[0, 1]]), D=3.0, R=8.0, c=0.5, rng=gen(), checkpoints=[3])
+    with pytest.raises(ValueError, match="power"):
+        cg.psgd_one_pass(grid, np.array([[0, 1]]), D=3.0, R=8.0, c=0.5, rng=gen(), power=1.5)
+    with pytest.raises(ValueError, match="positive definite"):
+        cg.averaged_sgd_mse(np.zeros((2, 2)), [10], 0.5)
+    with pytest.raises(ValueError, match="symmetric"):
+        cg.sgd_sandwich(np.array([[1.0, 0.5], [0.0, 1.0]]))
+    with pytest.raises(ValueError, match="sites"):
+        cg.VoronoiPartition(np.zeros((2, 2)))
+    with pytest.raises(ValueError, match="labels"):
+        cg.union_partition_law([0.0], np.array([0, 2]), 0.0)
+    with pytest.raises(ValueError, match="mus"):
+        cg.HyperplanePartition(np.eye(2), np.zeros(2)).sample_truncated_many(
+            np.zeros((3, 2)), [0, 1], gen()
         )
     with pytest.raises(ValueError, match="R"):
         grid.sample_truncated(np.zeros(2), [0], gen(), R=-1.0)

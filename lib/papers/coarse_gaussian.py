@@ -12,13 +12,20 @@ A hidden sample :math:`x\sim\mathcal N(\mu^\star,I_d)` is observed only through 
 gradient :math:`\mu-\mathbb E_P\,m_P(\mu)` (:math:`m_P` the mean of the Gaussian truncated to
 ``P``).
 
-Two kinds of partitions:
+Three kinds of partitions:
 
 - :class:`GridPartition`: products of intervals (a rounding grid), optionally in a rotated
   frame; cell probabilities, moments and truncated samples are exact (``log_ndtr``).
 - :class:`HyperplanePartition`: the cells of an arrangement ``sign(W x - b)``; cell
   probabilities and moments by Monte Carlo bucketing with common random numbers, exact
-  truncated samples by pooled rejection, and a coordinate Gibbs sampler for comparison.
+  truncated samples by pooled rejection or by half-space rejection (vectorised over requests
+  with different means), and a coordinate Gibbs sampler for comparison.
+- :class:`VoronoiPartition`: nearest-site cells, by Monte Carlo bucketing.
+
+The paper's estimator is one-pass projected SGD with the stochastic gradient ``mu - y``, ``y`` an
+oracle draw from the Gaussian truncated to the observed cell (:func:`psgd_one_pass`). Its averaged
+iterate has asymptotic covariance ``F^-1 (F + (I - F)/k) F^-1 / n`` for ``k`` draws per step
+(:func:`sgd_sandwich`, :func:`averaged_sgd_mse`), which is ``F^-2 / n`` for the paper's ``k = 1``.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize, special, stats
 
-from lib.validate import check_generator, positive_int, real_array
+from lib.validate import check_generator, positive_int, real, real_array
 
 
 # --------------------------------------------------------------------------- helpers
@@ -190,6 +197,35 @@ class GridPartition:
         z = stats.truncnorm.rvs(lo - m, hi - m, loc=m, random_state=rng)
         return np.atleast_2d(z) @ self.Q.T
 
+    def sample_truncated_many(
+        self, mus, cells, rng, R: float | None = None, *, stats_out: dict | None = None
+    ):
+        """Exact draws, one per row: ``y_i ~ N(mus[i], I)`` truncated to ``cells[i]`` (∩ box).
+
+        Inverse-CDF draws (``ndtr``/``ndtri``) per coordinate of the grid's frame; ``stats_out`` is
+        unused (no fallback is ever needed).
+        """
+        check_generator(rng)
+        mus = real_array(mus, "mus", ndim=2)
+        if mus.shape[1] != self.d:
+            raise ValueError(f"mus must have shape (P, {self.d}), got {mus.shape}")
+        m = mus @ self.Q
+        lo, hi = self.cell_bounds(cells)
+        if R is not None:
+            if not R > 0:
+                raise ValueError(f"R must be positive, got {R}")
+            lo, hi = np.maximum(lo, -R), np.minimum(hi, R)
+            if np.any(lo >= hi):
+                raise ValueError("a requested cell does not meet the box B(0, R): increase R")
+        a, b = lo - m, hi - m
+        # inverse CDF, in the upper tail for cells above the mean (no 1 - 1 cancellation)
+        flip = a > 0
+        c_lo = special.ndtr(np.where(flip, -b, a))
+        c_hi = special.ndtr(np.where(flip, -a, b))
+        z = special.ndtri(c_lo + rng.random(a.shape) * (c_hi - c_lo))
+        z = np.clip(np.where(flip, -z, z), a, b) + m
+        return z @ self.Q.T
+
 
 def fisher_grid_exact(partition: GridPartition, mu) -> np.ndarray:
     r"""Exact Fisher information :math:`F=\sum_P p_P(m_P-\mu)(m_P-\mu)^\top` of a grid.
@@ -213,43 +249,14 @@ def fisher_grid_exact(partition: GridPartition, mu) -> np.ndarray:
     return partition.Q @ np.diag(diag) @ partition.Q.T
 
 
-# ----------------------------------------------------------------------- hyperplane arrangements
-class HyperplanePartition:
-    """Cells of the arrangement ``{x : sign(W x - b) = s}``, numbered by the bits of ``s``.
+# ----------------------------------------------------------------------- Monte Carlo partitions
+class _MonteCarloCells:
+    """Shared Monte Carlo machinery for partitions known only through ``cell_id``."""
 
-    Parameters
-    ----------
-    W : (m, d) array of non-zero normals
-    b : (m,) offsets
-    """
+    d: int
 
-    def __init__(self, W, b):
-        W = np.asarray(W, dtype=float)
-        b = np.asarray(b, dtype=float)
-        if W.ndim != 2 or W.shape[0] < 1:
-            raise ValueError(f"W must be an (m, d) matrix of normals, got shape {W.shape}")
-        if b.shape != (W.shape[0],):
-            raise ValueError(f"b must have shape ({W.shape[0]},), got {b.shape}")
-        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
-            raise ValueError("W and b must be finite")
-        if np.any(np.linalg.norm(W, axis=1) == 0):
-            raise ValueError("W must not contain a zero normal")
-        if W.shape[0] > 62:
-            raise ValueError("at most 62 hyperplanes (cells are numbered by 64-bit sign patterns)")
-        self.W, self.b = W, b
-        self.m, self.d = W.shape
-        self._pow = 1 << np.arange(self.m, dtype=np.int64)
-
-    def cell_id(self, X) -> np.ndarray:
-        X = _as_points(X, self.d)
-        return ((X @ self.W.T - self.b) > 0).astype(np.int64) @ self._pow
-
-    def signs(self, cell: int) -> np.ndarray:
-        """The sign vector ``s`` in ``{-1, +1}^m`` of a cell."""
-        return np.where((int(cell) >> np.arange(self.m)) & 1, 1.0, -1.0)
-
-    def normal_rank(self) -> int:
-        return int(np.linalg.matrix_rank(self.W))
+    def cell_id(self, X) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
 
     # Monte Carlo with common random numbers
     def cell_moments(self, mu, n_mc: int, rng, *, base=None):
@@ -290,6 +297,92 @@ class HyperplanePartition:
         p = np.where(found, counts[pos] / base.shape[0], 0.0)
         with np.errstate(divide="ignore"):
             return np.log(p)
+
+
+class VoronoiPartition(_MonteCarloCells):
+    """Cells of the Voronoi diagram of ``sites``: ``x`` lies in the cell of its nearest site.
+
+    Every cell is a convex polyhedron (an intersection of the half-spaces of the bisectors). A cell
+    is a slab in direction ``v`` exactly when ``v`` is orthogonal to all its bisector normals
+    ``s_i - s_j``; so the partition is made of ``v``-slabs iff the sites lie in a hyperplane
+    orthogonal to ``v``.
+
+    Book: prf:`thm-03-slabs` in book/03-coarse-gaussian-mean/identifiability.md (the Voronoi
+    check of the necessity direction).
+    """
+
+    def __init__(self, sites):
+        sites = real_array(sites, "sites", ndim=2)
+        if sites.shape[0] < 2:
+            raise ValueError(f"sites must hold at least two points, got shape {sites.shape}")
+        if np.unique(sites, axis=0).shape[0] != sites.shape[0]:
+            raise ValueError("sites must be distinct (equal sites would give an empty cell)")
+        self.sites = sites
+        self.n_cells, self.d = sites.shape
+        self._half_sq = 0.5 * np.sum(sites**2, axis=1)
+
+    def cell_id(self, X) -> np.ndarray:
+        """Index of the nearest site of each row of ``X`` (``argmin |x - s_j|``)."""
+        X = _as_points(X, self.d)
+        return np.argmin(self._half_sq - X @ self.sites.T, axis=1)
+
+
+# ----------------------------------------------------------------------- hyperplane arrangements
+class HyperplanePartition(_MonteCarloCells):
+    """Cells of the arrangement ``{x : sign(W x - b) = s}``, numbered by the bits of ``s``.
+
+    Parameters
+    ----------
+    W : (m, d) array of non-zero normals
+    b : (m,) offsets
+    """
+
+    def __init__(self, W, b):
+        W = np.asarray(W, dtype=float)
+        b = np.asarray(b, dtype=float)
+        if W.ndim != 2 or W.shape[0] < 1:
+            raise ValueError(f"W must be an (m, d) matrix of normals, got shape {W.shape}")
+        if b.shape != (W.shape[0],):
+            raise ValueError(f"b must have shape ({W.shape[0]},), got {b.shape}")
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+            raise ValueError("W and b must be finite")
+        if np.any(np.linalg.norm(W, axis=1) == 0):
+            raise ValueError("W must not contain a zero normal")
+        if W.shape[0] > 62:
+            raise ValueError("at most 62 hyperplanes (cells are numbered by 64-bit sign patterns)")
+        self.W, self.b = W, b
+        self.m, self.d = W.shape
+        self._pow = 1 << np.arange(self.m, dtype=np.int64)
+
+    def cell_id(self, X) -> np.ndarray:
+        X = _as_points(X, self.d)
+        return ((X @ self.W.T - self.b) > 0).astype(np.int64) @ self._pow
+
+    def signs(self, cell: int) -> np.ndarray:
+        """The sign vector ``s`` in ``{-1, +1}^m`` of a cell."""
+        return np.where((int(cell) >> np.arange(self.m)) & 1, 1.0, -1.0)
+
+    def normal_rank(self) -> int:
+        return int(np.linalg.matrix_rank(self.W))
+
+    def sample_truncated_many(
+        self, mus, cells, rng, R: float | None = None, *, max_rounds: int = 8, stats_out=None
+    ):
+        """Exact draws, one per row: ``y_i ~ N(mus[i], I)`` truncated to ``cells[i]`` (∩ box).
+
+        Vectorised rejection from a half-space proposal (see ``_halfspace_rejection``); each
+        request has its own mean, so many SGD runs can share one call per step.
+        """
+        check_generator(rng)
+        mus = real_array(mus, "mus", ndim=2)
+        cells = np.atleast_1d(np.asarray(cells, dtype=np.int64))
+        if mus.shape != (cells.size, self.d):
+            raise ValueError(f"mus must have shape ({cells.size}, {self.d}), got {mus.shape}")
+        if R is not None and not R > 0:
+            raise ValueError(f"R must be positive, got {R}")
+        return _halfspace_rejection(
+            self, mus, cells, rng, R, positive_int(max_rounds, "max_rounds"), stats_out
+        )
 
     def sample_truncated(
         self,
@@ -358,6 +451,65 @@ class HyperplanePartition:
                     R=R if R is not None else 50.0,
                 )
         return out
+
+
+def _halfspace_rejection(
+    partition: HyperplanePartition,
+    mus: np.ndarray,
+    cells: np.ndarray,
+    rng: np.random.Generator,
+    R: float | None,
+    max_rounds: int,
+    stats_out: dict | None,
+) -> np.ndarray:
+    r"""Exact draws ``y_i ~ N(mus[i], I)`` truncated to ``cells[i]`` (∩ ``B_inf(0, R)``).
+
+    Proposal: :math:`\mathcal N(\mu_i,I)` conditioned on the half-space :math:`H_i` of the cell's
+    constraint that is least likely under :math:`\mathcal N(\mu_i,I)` (an exact draw: a 1-d
+    truncated normal along its unit normal plus an independent Gaussian orthogonal to it). Since
+    :math:`P_i\subseteq H_i`, accepting a proposal that lands in :math:`P_i` gives an exact draw,
+    with acceptance :math:`\mathcal N(\mu_i,I;P_i)/\mathcal N(\mu_i,I;H_i)`. Round ``r`` gives each
+    unserved request ``4^r`` proposals; requests left after ``max_rounds`` rounds go to a long
+    Gibbs chain (counted in ``stats_out["fallback"]``).
+    """
+    P, d = mus.shape
+    W, b = partition.W, partition.b
+    nrm = np.linalg.norm(W, axis=1)
+    sgn = np.where((cells[:, None] >> np.arange(partition.m)) & 1, 1.0, -1.0)  # (P, m)
+    marg = sgn * (mus @ W.T - b) / nrm  # signed distance of mu_i inside each half-space
+    i = marg.argmin(axis=1)
+    rows = np.arange(P)
+    u = sgn[rows, i, None] * W[i] / nrm[i, None]  # inward unit normal of H_i
+    p_h = special.ndtr(marg[rows, i])  # N(mu_i, I; H_i)
+    out = np.empty((P, d))
+    todo = rows
+    for r in range(max_rounds):
+        req = np.repeat(todo, 4**r)  # sorted by request
+        Z = rng.standard_normal((req.size, d))
+        uu = u[req]
+        # along u: N(0,1) conditioned on u.z > -marg, i.e. -t ~ N(0,1) truncated to (-inf, marg)
+        t = -special.ndtri(rng.random(req.size) * p_h[req])
+        X = Z + ((t - np.einsum("nd,nd->n", Z, uu))[:, None] * uu + mus[req])
+        hit = partition.cell_id(X) == cells[req]
+        if R is not None:
+            hit &= np.abs(X).max(axis=1) <= R
+        pos = np.flatnonzero(hit)
+        if pos.size:
+            r_hit = req[pos]
+            first = np.r_[True, r_hit[1:] != r_hit[:-1]]
+            out[r_hit[first]] = X[pos[first]]
+            served = np.zeros(P, bool)
+            served[r_hit] = True
+            todo = todo[~served[todo]]
+        if todo.size == 0:
+            return out
+    if stats_out is not None:
+        stats_out["fallback"] = stats_out.get("fallback", 0) + int(todo.size)
+    for j in todo:
+        out[j] = gibbs_sample(
+            partition, mus[j], int(cells[j]), 1, 200, rng, R=R if R is not None else 50.0
+        )[0]
+    return out
 
 
 def chebyshev_centre(partition: HyperplanePartition, cell: int, R: float):
@@ -459,11 +611,11 @@ def coarse_nll(partition, mu, cells, *, base=None) -> float:
     """
     if isinstance(partition, GridPartition):
         return float(-np.mean(partition.log_prob(mu, cells)))
-    if isinstance(partition, HyperplanePartition):
+    if isinstance(partition, _MonteCarloCells):
         if base is None:
-            raise ValueError("base (standard normal draws) is required for a HyperplanePartition")
+            raise ValueError("base (standard normal draws) is required for a Monte Carlo partition")
         return float(-np.mean(partition.log_prob(mu, cells, base=base)))
-    raise TypeError("partition must be a GridPartition or a HyperplanePartition")
+    raise TypeError("partition must be a GridPartition, HyperplanePartition or VoronoiPartition")
 
 
 def population_nll(partition: GridPartition, mu_star, mu) -> float:
@@ -543,6 +695,36 @@ def alpha_ratio(partition: GridPartition, mu_star, mus) -> np.ndarray:
     return out
 
 
+def union_partition_law(edges, labels, mu):
+    r"""Exact law of a 1-d partition whose cells are unions of intervals.
+
+    ``edges`` (increasing, length ``J``) cut the line into ``J + 1`` intervals; interval ``j``
+    belongs to cell ``labels[j]`` (cells ``0..K-1``, each used). Returns ``(p, dp, F)``: the cell
+    probabilities :math:`p_k(\mu)=\sum_{j:\,\ell_j=k}\Phi(b_j-\mu)-\Phi(a_j-\mu)`, their
+    derivatives :math:`p_k'(\mu)=\sum_{j:\,\ell_j=k}\varphi(a_j-\mu)-\varphi(b_j-\mu)` and the
+    Fisher information :math:`F=\sum_kp_k'^2/p_k`. Cells need not be convex (a cell may be
+    two rays).
+
+    Book: prf:`thm-03-slabs` in book/03-coarse-gaussian-mean/identifiability.md (the non-convex
+    counterexample).
+    """
+    edges = real_array(edges, "edges", ndim=1)
+    if np.any(np.diff(edges) <= 0):
+        raise ValueError("edges must be strictly increasing")
+    labels = np.asarray(labels)
+    if labels.shape != (edges.size + 1,) or not np.issubdtype(labels.dtype, np.integer):
+        raise ValueError(f"labels must be {edges.size + 1} integers, one per interval")
+    K = int(labels.max()) + 1
+    if labels.min() < 0 or np.unique(labels).size != K:
+        raise ValueError("labels must use every cell 0..K-1")
+    mu = real(mu, "mu")
+    a = np.r_[-np.inf, edges] - mu
+    b = np.r_[edges, np.inf] - mu
+    p = np.bincount(labels, np.exp(log_diff_ndtr(a, b)), minlength=K)
+    dp = np.bincount(labels, stats.norm.pdf(a) - stats.norm.pdf(b), minlength=K)
+    return p, dp, float(np.sum(dp**2 / p))
+
+
 def fisher_information(partition, mu, n_mc: int, rng):
     r"""Monte Carlo Fisher information of one coarse sample, two ways.
 
@@ -553,8 +735,11 @@ def fisher_information(partition, mu, n_mc: int, rng):
     Book: prf:`prop-03-likelihood` in book/03-coarse-gaussian-mean/identifiability.md
     (part 4: both forms of ``F``).
     """
-    if not isinstance(partition, HyperplanePartition):
-        raise TypeError("partition must be a HyperplanePartition (use fisher_grid_exact for grids)")
+    if not isinstance(partition, _MonteCarloCells):
+        raise TypeError(
+            "partition must be a HyperplanePartition or a VoronoiPartition "
+            "(use fisher_grid_exact for grids)"
+        )
     check_generator(rng)
     n_mc = positive_int(n_mc, "n_mc")
     mu = real_array(mu, "mu", shape=(partition.d,))
@@ -570,33 +755,40 @@ def fisher_information(partition, mu, n_mc: int, rng):
 
 
 # --------------------------------------------------------------------------- estimators
-def psgd_coarse_mean(
+def psgd_one_pass(
     partition,
     cells,
     D: float,
     R: float,
-    epochs: int,
-    batch: int,
     c: float,
     rng,
     *,
-    tail: float | None = None,
+    power: float = 0.5,
+    k: int = 1,
+    checkpoints=None,
     stats_out: dict | None = None,
 ) -> np.ndarray:
-    r"""Projected SGD on the coarse negative log-likelihood with an exact sampling oracle.
+    r"""One-pass projected SGD on the coarse likelihood, ``S`` independent runs at once.
 
-    Step ``t`` takes a minibatch of observed cells, draws ``y ~ N(mu, I)`` truncated to each cell
-    ``∩ B_inf(0, R)`` (the oracle), and updates
-    ``mu <- Proj_{||mu||_inf <= D}(mu - eta_t (mu - mean y))`` with ``eta_t = c / sqrt(t)``.
-    Returns the average of the iterates of the last epoch (or of the last fraction ``tail`` of the
-    steps).
+    Run ``s`` sees its cells ``cells[s, 0], cells[s, 1], ...`` once each, in order. Step ``t``
+    draws ``k`` oracle samples ``y ~ N(mu_{t-1}, I)`` truncated to ``P_t ∩ B_inf(0, R)``, averages
+    them to ``ybar`` and sets
+
+    .. math:: \mu_t=\mathrm{Proj}_{\|\mu\|_\infty\le D}
+              \big(\mu_{t-1}-\eta_t(\mu_{t-1}-\bar y_t)\big),
+              \qquad \eta_t=c\,t^{-\text{power}},\ \mu_0=0.
+
+    Returns the Polyak averages :math:`\bar\mu_n=\frac1n\sum_{t=1}^n\mu_t` at each ``n`` in
+    ``checkpoints`` (default: the last step), shape ``(len(checkpoints), S, d)``. Since the steps do
+    not depend on the horizon, ``bar mu_n`` is the estimator that would be returned after ``n``
+    samples.
 
     Book: prf:`alg-03-psgd` in book/03-coarse-gaussian-mean/estimation.md.
     """
     check_generator(rng)
     cells = np.asarray(cells)
-    if cells.ndim != 1 or cells.size == 0:
-        raise ValueError("cells must be a non-empty 1-d array of observed cell indices")
+    if cells.ndim != 2 or cells.size == 0 or not np.issubdtype(cells.dtype, np.integer):
+        raise ValueError("cells must be a non-empty (S, n) integer array of observed cells")
     if not D > 0:
         raise ValueError(f"D must be positive, got {D}")
     if not R >= D:
@@ -605,27 +797,109 @@ def psgd_coarse_mean(
         )
     if not c > 0:
         raise ValueError(f"c must be a positive step-size constant, got {c}")
-    epochs, batch = positive_int(epochs, "epochs"), positive_int(batch, "batch")
-    n = cells.size
-    steps_per_epoch = int(np.ceil(n / batch))
-    total = epochs * steps_per_epoch
-    keep_from = total - (steps_per_epoch if tail is None else max(1, int(round(tail * total))))
-    mu = np.zeros(partition.d)
-    acc, n_acc, t = np.zeros(partition.d), 0, 0
-    for _ in range(epochs):
-        perm = rng.permutation(n)
-        for s in range(steps_per_epoch):
-            t += 1
-            idx = perm[s * batch : (s + 1) * batch]
-            if isinstance(partition, HyperplanePartition):
-                y = partition.sample_truncated(mu, cells[idx], rng, R=R, stats_out=stats_out)
-            else:
-                y = partition.sample_truncated(mu, cells[idx], rng, R=R)
-            mu = np.clip(mu - (c / np.sqrt(t)) * (mu - y.mean(axis=0)), -D, D)
-            if t > keep_from:
-                acc += mu
-                n_acc += 1
-    return acc / n_acc
+    if not 0 < power <= 1:
+        raise ValueError(f"power must lie in (0, 1], got {power}")
+    k = positive_int(k, "k")
+    S, n = cells.shape
+    cps = [n] if checkpoints is None else [positive_int(v, "checkpoints") for v in checkpoints]
+    if any(v > n for v in cps):
+        raise ValueError(f"checkpoints must be at most n = {n}")
+    d = partition.d
+    mu, acc = np.zeros((S, d)), np.zeros((S, d))
+    out = np.empty((len(cps), S, d))
+    for t in range(1, n + 1):
+        y = partition.sample_truncated_many(
+            np.repeat(mu, k, axis=0), np.repeat(cells[:, t - 1], k), rng, R, stats_out=stats_out
+        )
+        ybar = y.reshape(S, k, d).mean(axis=1)
+        mu = np.clip(mu - c * t**-power * (mu - ybar), -D, D)
+        acc += mu
+        for j, v in enumerate(cps):
+            if v == t:
+                out[j] = acc / t
+    return out
+
+
+def sgd_sandwich(F, k: int = 1) -> np.ndarray:
+    r"""Asymptotic covariance of :math:`\sqrt n(\bar\mu_n-\mu^\star)`, oracle SGD with ``k`` draws.
+
+    .. math:: \Sigma_k=F^{-1}\Big(F+\frac{I-F}{k}\Big)F^{-1},
+
+    the sandwich :math:`H^{-1}SH^{-1}` with Hessian :math:`H=F` and gradient-noise covariance
+    :math:`S=\mathrm{Cov}(\mathbb E[x|P])+\mathbb E\,\mathrm{Cov}(x|P)/k`. For ``k = 1`` it is
+    :math:`F^{-2}`; as ``k -> inf`` it tends to the Cramér–Rao bound :math:`F^{-1}`.
+
+    Book: prf:`prop-03-sandwich` in book/03-coarse-gaussian-mean/estimation.md.
+    """
+    F = real_array(F, "F", ndim=2)
+    if F.shape[0] != F.shape[1] or not np.allclose(F, F.T):
+        raise ValueError("F must be a symmetric square matrix")
+    Fi = np.linalg.inv(F)
+    return Fi @ (F + (np.eye(F.shape[0]) - F) / positive_int(k, "k")) @ Fi
+
+
+def averaged_sgd_mse(F, ns, c: float, *, power: float = 0.5, k: int = 1, delta0=None):
+    r"""Exact finite-``n`` MSE of the Polyak average for the SGD recursion linearised at the truth.
+
+    With :math:`\delta_t=\mu_t-\mu^\star`, :math:`\delta_t=(I-\eta_tF)\delta_{t-1}+\eta_t\xi_t`,
+    :math:`\mathrm{Cov}\,\xi_t=F+(I-F)/k`, everything is diagonal in the eigenbasis of ``F``. Per
+    eigenvalue :math:`\lambda` with noise variance :math:`s=\lambda+(1-\lambda)/k`,
+
+    .. math:: \mathbb E\bar\delta_n^2=\frac{s}{n^2}\sum_{u=1}^n\eta_u^2G_u^2+
+              \Big(\frac{\delta_0a_1G_1}{n}\Big)^2,\qquad G_n=1,\ G_u=1+a_{u+1}G_{u+1},
+              \ a_u=1-\eta_u\lambda,
+
+    summed over the eigen-directions. As :math:`n\to\infty`, ``n * mse -> tr(sgd_sandwich(F, k))``.
+    Returns an array with one entry per ``n`` in ``ns``.
+
+    Book: prf:`prop-03-sandwich` in book/03-coarse-gaussian-mean/estimation.md.
+    """
+    F = real_array(F, "F", ndim=2)
+    lam, U = np.linalg.eigh(F)
+    if lam.min() <= 0:
+        raise ValueError("F must be positive definite")
+    k = positive_int(k, "k")
+    s = lam + (1 - lam) / k
+    d0 = (
+        np.zeros_like(lam)
+        if delta0 is None
+        else U.T @ real_array(delta0, "delta0", shape=lam.shape)
+    )
+    out = []
+    for n in ns:
+        n = positive_int(n, "ns")
+        eta = c * np.arange(1, n + 1, dtype=float) ** -power
+        a = 1 - np.outer(eta, lam)  # a[u-1] = a_u
+        G = np.ones_like(lam)
+        var = eta[n - 1] ** 2 * G**2
+        for u in range(n - 1, 0, -1):  # G_u from G_{u+1}
+            G = 1 + a[u] * G
+            var = var + eta[u - 1] ** 2 * G**2
+        bias = d0 * a[0] * G / n
+        out.append(float(np.sum(s * var / n**2 + bias**2)))
+    return np.array(out)
+
+
+def mse_loglog_slope(ns, sq_errors):
+    r"""Slope of :math:`\log\mathrm{MSE}` against :math:`\log n` and its standard error over runs.
+
+    ``sq_errors`` has shape ``(len(ns), S)``: the squared error of run ``s`` at sample size
+    ``ns[i]`` (the same runs may be reused across ``n``, as for the Polyak averages of one SGD
+    trajectory). The slope is the least-squares fit :math:`\hat b=\sum_iw_i\log M_i` with
+    :math:`M_i` the mean over runs; its variance by the delta method is
+    :math:`\sum_{ij}w_iw_j\,\widehat{\mathrm{Cov}}(e_i,e_j)/(S\,M_iM_j)`, which keeps the
+    correlation between sizes that share runs. Returns ``(slope, se)``.
+    """
+    ns = real_array(ns, "ns", ndim=1)
+    E = real_array(sq_errors, "sq_errors", ndim=2)
+    if E.shape[0] != ns.size or ns.size < 2 or E.shape[1] < 2:
+        raise ValueError("sq_errors must have shape (len(ns), S) with len(ns) >= 2 and S >= 2")
+    lx = np.log(ns) - np.log(ns).mean()
+    w = lx / np.sum(lx**2)
+    M = E.mean(axis=1)
+    C = np.cov(E) / E.shape[1]
+    g = w / M
+    return float(w @ np.log(M)), float(np.sqrt(g @ C @ g))
 
 
 def mle_grid(partition: GridPartition, cells, *, x0=None) -> np.ndarray:
