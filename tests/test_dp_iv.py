@@ -201,3 +201,77 @@ def test_bad_input():
         )
     with pytest.raises(ValueError, match="q >= p"):
         d.simulate_iv(10, 3, 2, 1, rng)
+
+
+def test_clipped_mean_grads_equals_clipping_per_sample_rows(data):
+    # the rank-one shortcut (norm = |z_i| |r_i|) agrees with clipping the explicit rows
+    rng = np.random.default_rng(11)
+    Z, X, Y = data["Z"][:400], data["X"][:400], data["Y"][:400]
+    Th, b = rng.standard_normal((3, 4, 3)), rng.standard_normal((3, 3))
+    g1, g2, f1, f2 = d.clipped_mean_grads(Z, X, Y, Th, b, 2.0, 3.0)
+    G1, G2 = d.per_sample_grads(Z, X, Y, Th, b)
+    C1, e1 = d.clip_rows(G1, 2.0)
+    C2, e2 = d.clip_rows(G2, 3.0)
+    assert np.allclose(g1, C1.mean(axis=1).reshape(3, 4, 3), atol=1e-13)
+    assert np.allclose(g2, C2.mean(axis=1), atol=1e-13)
+    assert f1 == pytest.approx(e1) and f2 == pytest.approx(e2) and 0 < f1 < 1
+
+
+def test_eps1_var_and_wald_statistic():
+    D = d.simulate_iv(200_000, 3, 4, 2, np.random.default_rng(5))
+    resid = D["Y"] - D["X"] @ D["beta_star"]
+    assert np.var(resid) == pytest.approx(D["eps1_var"], rel=0.02)
+    delta = np.array([0.1, -0.2, 0.05])
+    w = d.wald_statistic(D["beta_star"] + delta, D["beta_star"], D["Theta_star"], 2.0, 50)
+    v = D["Theta_star"] @ delta
+    assert w == pytest.approx(50 * v @ v / 2.0, rel=1e-12)
+    with pytest.raises(ValueError, match="eps1_var"):
+        d.wald_statistic(delta, delta, D["Theta_star"], 0.0, 50)
+
+
+def test_first_stage_noise_var_is_the_ar1_stationary_variance():
+    eta, lam, runs = 0.7, 0.3, 200_000
+    gen = np.random.default_rng(2)
+    e = np.zeros(runs)
+    for _ in range(60):  # E^{t+1} = (1 - eta) E^t - eta Xi^t
+        e = (1 - eta) * e - eta * lam * gen.standard_normal(runs)
+    s2 = d.first_stage_noise_var(lam, eta)
+    assert s2 == pytest.approx(eta**2 * lam**2 / (1 - (1 - eta) ** 2))
+    assert np.var(e) == pytest.approx(s2, rel=0.02)
+
+
+def test_attenuation_and_critical_T_agree():
+    rng = np.random.default_rng(4)
+    A = rng.standard_normal((4, 4))
+    H = A.T @ A + np.eye(4)
+    beta_hat = rng.standard_normal(4)
+    assert np.allclose(d.attenuated_beta(H, beta_hat, 0.0, 4.0), beta_hat)
+    mu, U = np.linalg.eigh(H)
+    s2 = 0.3
+    bar = d.attenuated_beta(H, beta_hat, s2, 4.0)
+    assert np.allclose(U.T @ bar, mu / (mu + 4 * s2) * (U.T @ beta_hat))
+    # at T_c the stationary first-stage variance times q equals mu_min
+    rho1, n, gamma, q, eta = 0.5, 3000, 7.0, 4, 0.8
+    T_c = d.critical_T(rho1, n, gamma, q, eta, mu[0])
+    lam2 = 4 * gamma**2 * T_c / (n**2 * rho1)
+    assert q * d.first_stage_noise_var(math.sqrt(lam2), eta) == pytest.approx(mu[0], rel=1e-12)
+
+
+def test_u_curve_closed_form_is_exact_when_sigma_hat_is_identity():
+    # Z with Z^T Z / n = I exactly: the closed form must equal 2S-GD plus the exact noise MSE
+    n, p = 400, 3
+    gen = np.random.default_rng(9)
+    Q, _ = np.linalg.qr(gen.standard_normal((n, p)))
+    Z = math.sqrt(n) * Q
+    Theta = np.eye(p) + 0.2 * gen.standard_normal((p, p))
+    X = Z @ Theta + 0.5 * gen.standard_normal((n, p))
+    beta_star = gen.standard_normal(p)
+    Y = X @ beta_star + gen.standard_normal(n)
+    eta, alpha, lam2, T_max = 0.9, 0.5, 0.05, 25
+    Th, bh = d.two_sls(Z, X, Y)
+    H = Th.T @ Th
+    cf = d.u_curve_closed_form(H, bh, beta_star, T_max, eta, alpha, lam2)
+    _, bs = d.two_stage_gd(Z, X, Y, T_max, eta, alpha)
+    for T in (1, 2, 5, 25):
+        exact = np.sum((bs[T] - beta_star) ** 2) + d.beta_noise_mse_exact(Z, X, T, eta, alpha, lam2)
+        assert cf[T - 1] == pytest.approx(exact, rel=1e-9)

@@ -85,7 +85,8 @@ def simulate_iv(
     has norm ``ols_bias``. (With a random :math:`g`, a few per cent of instances are barely
     confounded.)
 
-    Returns a dict with ``Z, X, Y, beta_star, Theta_star, ols_bias`` (the vector :math:`b`).
+    Returns a dict with ``Z, X, Y, beta_star, Theta_star, ols_bias`` (the vector :math:`b`) and
+    ``eps1_var``, the structural error variance :math:`\sigma_1^2=\|g\|^2+\text{noise}^2`.
 
     Book: eq:`eq-04-model` in book/04-dp-iv-regression/theory.md.
     """
@@ -108,7 +109,15 @@ def simulate_iv(
     U = rng.standard_normal((n, r))
     X = Z @ Theta + U @ Gam + noise * rng.standard_normal((n, p))
     Y = X @ beta + U @ g + noise * rng.standard_normal(n)
-    return {"Z": Z, "X": X, "Y": Y, "beta_star": beta, "Theta_star": Theta, "ols_bias": bias}
+    return {
+        "Z": Z,
+        "X": X,
+        "Y": Y,
+        "beta_star": beta,
+        "Theta_star": Theta,
+        "ols_bias": bias,
+        "eps1_var": float(g @ g + noise**2),
+    }
 
 
 def two_sls(Z, X, Y):
@@ -122,6 +131,29 @@ def two_sls(Z, X, Y):
     ZT = Z @ Theta
     beta = np.linalg.solve(ZT.T @ ZT, ZT.T @ Y)
     return Theta, beta
+
+
+def wald_statistic(beta_hat, beta_star, Theta_star, eps1_var: float, n: int) -> float:
+    r"""Distance of an estimate from :math:`\beta^\star` in units of the 2SLS asymptotic covariance.
+
+    For isotropic instruments (:math:`\mathbb E zz^\top=I`) and homoskedastic :math:`\epsilon_1`,
+    :math:`\sqrt n(\hat\beta_{2SLS}-\beta^\star)\to\mathcal N(0,V)` with
+    :math:`V=\sigma_1^2(\Theta^{\star\top}\Theta^\star)^{-1}`, so
+    :math:`W=n(\hat\beta-\beta^\star)^\top V^{-1}(\hat\beta-\beta^\star)` is asymptotically
+    :math:`\chi^2_p` for 2SLS and grows like :math:`n` for an inconsistent estimate.
+
+    Book: eq:`eq-04-wald` in book/04-dp-iv-regression/theory.md.
+    """
+    n = positive_int(n, "n")
+    eps1_var = positive(eps1_var, "eps1_var")
+    d = np.asarray(beta_hat, dtype=float) - np.asarray(beta_star, dtype=float)
+    Theta_star = np.asarray(Theta_star, dtype=float)
+    if d.ndim != 1 or Theta_star.shape[1] != d.shape[0]:
+        raise ValueError(
+            f"beta must be (p,) and Theta_star (q, p), got {d.shape} and {Theta_star.shape}"
+        )
+    v = Theta_star @ d
+    return float(n * (v @ v) / eps1_var)
 
 
 def ols(X, Y):
@@ -226,15 +258,43 @@ def per_sample_grads(Z, X, Y, Theta, beta):
 
 
 def clipped_mean_grads(Z, X, Y, Theta, beta, gamma1: float, gamma2: float):
-    """Clipped per-sample means of both stages: ``(g1 (R,q,p), g2 (R,p), frac1, frac2)``.
+    r"""Clipped per-sample means of both stages: ``(g1 (R,q,p), g2 (R,p), frac1, frac2)``.
+
+    Both per-sample gradients are rank one, so their norms factor and no (R, n, q*p) tensor is
+    formed: :math:`\|z_i r_i^\top\|_F=\|z_i\|\,\|r_i\|` with :math:`r_i=\Theta^\top z_i-x_i`, and
+    :math:`\|h_i e_i\|=\|h_i\|\,|e_i|` with :math:`h_i=\Theta^\top z_i`,
+    :math:`e_i=h_i^\top\beta-y_i`. With :math:`c_i=\min(1,\gamma/\text{norm}_i)` the clipped
+    means are :math:`Z^\top\mathrm{diag}(c)R/n` and :math:`H^\top(c\odot e)/n`. Agrees with
+    clipping the rows of :func:`per_sample_grads` to rounding (unit-tested).
 
     Book: prf:`lem-04-sensitivity` in book/04-dp-iv-regression/theory.md (the mean it bounds).
     """
-    G1, G2 = per_sample_grads(Z, X, Y, Theta, beta)
-    C1, f1 = clip_rows(G1, gamma1)
-    C2, f2 = clip_rows(G2, gamma2)
-    q, p = Z.shape[1], X.shape[1]
-    return C1.mean(axis=-2).reshape(C1.shape[:-2] + (q, p)), C2.mean(axis=-2), f1, f2
+    gamma1, gamma2 = positive(gamma1, "gamma1"), positive(gamma2, "gamma2")
+    Theta = np.asarray(Theta, dtype=float)
+    beta = np.asarray(beta, dtype=float)
+    squeeze = Theta.ndim == 2
+    if squeeze:
+        Theta, beta = Theta[None], beta[None]
+    R = Theta.shape[0]
+    n, q = Z.shape
+    p = X.shape[1]
+    if Theta.shape != (R, q, p) or beta.shape != (R, p):
+        raise ValueError(
+            f"Theta must be (R, {q}, {p}) and beta (R, {p}), got {Theta.shape} and {beta.shape}"
+        )
+    H = Z @ Theta  # (R, n, p): rows h_i = Theta^T z_i
+    resid1 = H - X  # (R, n, p): r_i
+    norm1 = np.sqrt(np.einsum("nq,nq->n", Z, Z) * np.einsum("rnp,rnp->rn", resid1, resid1))
+    c1 = np.minimum(1.0, gamma1 / np.maximum(norm1, 1e-300))
+    resid2 = (H @ beta[..., None])[..., 0] - Y  # (R, n): e_i
+    norm2 = np.sqrt(np.einsum("rnp,rnp->rn", H, H)) * np.abs(resid2)
+    c2 = np.minimum(1.0, gamma2 / np.maximum(norm2, 1e-300))
+    g1 = Z.T @ (c1[..., None] * resid1) / n  # (R, q, p), batched BLAS
+    g2 = ((c2 * resid2)[:, None, :] @ H)[:, 0] / n  # (R, p)
+    f1, f2 = float(np.mean(norm1 > gamma1)), float(np.mean(norm2 > gamma2))
+    if squeeze:
+        return g1[0], g2[0], f1, f2
+    return g1, g2, f1, f2
 
 
 # ----------------------------------------------------------------------------- algorithms
@@ -353,3 +413,106 @@ def public_step_sizes(Theta_star, n: int, q: int):
     eta = 1.0 / (1.0 + math.sqrt(q / n) + math.sqrt(6.0 / n)) ** 2
     alpha = 2.0 / (1.2 * s.max() ** 2 + 0.8 * s.min() ** 2)
     return eta, alpha
+
+
+# ----------------------------------------------------------------------------- derived predictions
+def first_stage_noise_var(lam1: float, eta: float) -> float:
+    r"""Stationary per-entry variance of :math:`\Theta^t-\hat\Theta` under first-stage noise.
+
+    With :math:`\hat\Sigma\approx I` the error follows
+    :math:`E^{t+1}=(1-\eta)E^t-\eta\Xi^t`, an AR(1) with stationary variance
+    :math:`s^2=\eta^2\lambda_1^2/(1-(1-\eta)^2)=\eta\lambda_1^2/(2-\eta)` (for :math:`0<\eta<2`).
+
+    Book: eq:`eq-04-attenuation` in book/04-dp-iv-regression/utility.md.
+    """
+    if isinstance(lam1, bool) or not lam1 >= 0:
+        raise ValueError(f"lam1 must be >= 0, got {lam1!r}")
+    eta = positive(eta, "eta")
+    if eta >= 2:
+        raise ValueError(f"eta must be in (0, 2), got {eta}")
+    return eta * lam1**2 / (2.0 - eta)
+
+
+def attenuated_beta(H, beta_hat, s2: float, trace_sigma: float):
+    r"""Mean-field fixed point of the second stage under first-stage noise (errors in variables).
+
+    If :math:`\Theta^t=\hat\Theta+E^t` with :math:`E^t` independent of :math:`\beta^t`, entries of
+    variance :math:`s^2`, then :math:`\mathbb E H_t=\hat H+s^2\operatorname{tr}(\hat\Sigma)I` while
+    :math:`\mathbb E\,\Theta^{t\top}Z^\top Y/n=\hat H\hat\beta`, so the mean iterate settles at
+    :math:`\bar\beta=(\hat H+s^2\operatorname{tr}\hat\Sigma\,I)^{-1}\hat H\hat\beta`: every
+    direction of :math:`\hat H` with eigenvalue :math:`\mu` is shrunk by
+    :math:`\mu/(\mu+s^2\operatorname{tr}\hat\Sigma)`.
+
+    Book: eq:`eq-04-attenuation` in book/04-dp-iv-regression/utility.md.
+    """
+    H = np.asarray(H, dtype=float)
+    beta_hat = np.asarray(beta_hat, dtype=float)
+    if isinstance(s2, bool) or not s2 >= 0:
+        raise ValueError(f"s2 must be >= 0, got {s2!r}")
+    trace_sigma = positive(trace_sigma, "trace_sigma")
+    p = beta_hat.shape[0]
+    return np.linalg.solve(H + s2 * trace_sigma * np.eye(p), H @ beta_hat)
+
+
+def critical_T(rho1: float, n: int, gamma1: float, q: int, eta: float, mu_min: float) -> float:
+    r"""The number of steps at which first-stage noise halves the weakest direction.
+
+    Setting :math:`s^2q=\mu_{\min}(\hat H)` in :func:`attenuated_beta`, with
+    :math:`s^2=\eta\lambda_1^2/(2-\eta)` and :math:`\lambda_1^2=4\gamma_1^2T/(n^2\rho_1)`, gives
+
+    .. math:: T_c=\frac{\rho_1n^2\mu_{\min}(2-\eta)}{4\gamma_1^2q\,\eta},
+
+    our reading of condition (5): with :math:`\gamma_1\propto(\sqrt q+\sqrt\tau)^2` it scales as
+    :math:`\rho_1n^2/(\sqrt q+\sqrt\tau)^6`.
+
+    Book: eq:`eq-04-critical-T` in book/04-dp-iv-regression/utility.md.
+    """
+    rho1 = positive(rho1, "rho1")
+    n, q = positive_int(n, "n"), positive_int(q, "q")
+    gamma1, mu_min = positive(gamma1, "gamma1"), positive(mu_min, "mu_min")
+    eta = positive(eta, "eta")
+    if eta >= 2:
+        raise ValueError(f"eta must be in (0, 2), got {eta}")
+    return rho1 * n**2 * mu_min * (2.0 - eta) / (4.0 * gamma1**2 * q * eta)
+
+
+def u_curve_closed_form(H, beta_hat, beta_star, T_max: int, eta: float, alpha: float, lam2):
+    r"""Mean squared error :math:`\mathbb E\|\beta^T-\beta^\star\|^2` for ``T = 1..T_max`` when only
+    :math:`\beta` is noised (:math:`\rho_1=\infty`) and clipping is inactive.
+
+    With :math:`\hat\Sigma\approx I` in the first-stage transient, :math:`\Theta^t=c_t\hat\Theta`,
+    :math:`c_t=1-(1-\eta)^t`, so :math:`H_t=c_t^2\hat H` and :math:`b_t=c_t\hat H\hat\beta`: in the
+    eigenbasis :math:`(\mu_i,u_i)` of :math:`\hat H` each coordinate is a scalar recursion,
+
+    .. math:: m_i^{t+1}=(1-\alpha c_t^2\mu_i)m_i^t+\alpha c_t\mu_i\hat b_i,\qquad
+              v_i^{t+1}=(1-\alpha c_t^2\mu_i)^2v_i^t+\alpha^2\lambda_2^2,
+
+    and :math:`\mathrm{MSE}(T)=\|Um^T-\beta^\star\|^2+\sum_iv_i^T`. For :math:`c_t\equiv1` the
+    sums close:
+    :math:`m_i^T=\hat b_i(1-(1-\alpha\mu_i)^T)` and
+    :math:`v_i^T=\alpha^2\lambda_2^2(1-(1-\alpha\mu_i)^{2T})/(1-(1-\alpha\mu_i)^2)`.
+
+    ``lam2`` is a function of ``T`` (the noise scale of a ``T``-step run, :func:`noise_scale`) or a
+    number. Returns an array of shape ``(T_max,)``.
+
+    Book: eq:`eq-04-u-curve` in book/04-dp-iv-regression/utility.md.
+    """
+    H = np.asarray(H, dtype=float)
+    beta_hat = np.asarray(beta_hat, dtype=float)
+    beta_star = np.asarray(beta_star, dtype=float)
+    T_max = positive_int(T_max, "T_max")
+    eta, alpha = positive(eta, "eta"), positive(alpha, "alpha")
+    mu, U = np.linalg.eigh(H)
+    b = U.T @ beta_hat
+    t = np.arange(T_max)
+    c = 1.0 - (1.0 - eta) ** t  # c_0 = 0: Theta^0 = 0
+    a = 1.0 - alpha * c[:, None] ** 2 * mu[None, :]  # (T_max, p): contraction of step t
+    m = np.zeros_like(b)
+    gain = np.zeros_like(b)  # sum over steps of the squared propagated unit noise
+    out = np.empty(T_max)
+    lam_of = lam2 if callable(lam2) else (lambda _T: lam2)
+    for k in range(T_max):  # p scalar recursions; T_max is small
+        m = a[k] * m + alpha * c[k] * mu * b
+        gain = a[k] ** 2 * gain + alpha**2
+        out[k] = np.sum((U @ m - beta_star) ** 2) + float(lam_of(k + 1)) ** 2 * np.sum(gain)
+    return out
