@@ -202,3 +202,80 @@ def test_gridmdp_bad_input():
         ql.GridMDP(size=2)
     with pytest.raises(ValueError, match="noise_df"):
         ql.GridMDP(reward_noise=1.0, noise_df=2)
+
+
+# -- the plug-in Gaussian bootstrap -----------------------------------------------------------
+def test_tail_cov_basis_is_linear_in_the_diagonal():
+    rng = np.random.default_rng(1)
+    d = 4
+    A = rng.normal(size=(d, d))
+    G = np.eye(d) + 0.3 * A / np.linalg.norm(A, 2)
+    e = ql.step_sizes("pd2z", 300, 0.2)  # 300 > one chunk of 256: checks the chunking
+    S = ql.tail_cov_basis(G, e, 17)
+    gam = rng.uniform(0, 2, d)
+    assert np.allclose(np.tensordot(gam, S, 1), ql.gaussian_tail_cov(G, np.diag(gam), e, 17))
+    with pytest.raises(ValueError, match="m must"):
+        ql.tail_cov_basis(G, e, 0)
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.5])
+def test_plugin_gamma_equals_sample_variance_of_targets(noise):
+    mdp = ql.GridMDP(size=3, specials={1: (7, 10.0)}, reward_noise=noise)
+    e = ql.step_sizes("pd2z", 40, 0.3)
+    out = ql.run_sync_q(mdp, e, 3, np.random.default_rng(5), track_error=False, count_outcomes=True)
+    Qbar = out["last"] + np.random.default_rng(6).normal(size=out["last"].shape)
+    got = ql.plugin_gamma(mdp, Qbar, out["outcomes"])
+    # brute force: replay the same draws and take the variance of the targets at Qbar
+    rng = np.random.default_rng(5)
+    V = Qbar.reshape(3, mdp.n_states, mdp.n_actions).max(axis=2)
+    targets = []
+    for _ in range(e.size):
+        ns, r = mdp.sample(3, rng)
+        targets.append(r + mdp.gamma * np.take_along_axis(V, ns, axis=1))
+    assert np.allclose(got, np.var(np.array(targets), axis=0), rtol=1e-9, atol=1e-12)
+    plain = ql.run_sync_q(mdp, e, 3, np.random.default_rng(5), track_error=False)
+    assert np.array_equal(plain["last"], out["last"])  # counting leaves the draws unchanged
+
+
+def test_plugin_gamma_converges_to_gamma(mdp):
+    G, Gamma = mdp.linearization()
+    e = ql.step_sizes("const", 3000, 0.1)
+    out = ql.run_sync_q(mdp, e, 2, np.random.default_rng(2), track_error=False, count_outcomes=True)
+    Qs = np.tile(mdp.q_star(), (2, 1))
+    g = ql.plugin_gamma(mdp, Qs, out["outcomes"])
+    # a variance from 3000 draws: relative error a few standard errors of sqrt(kurtosis / 3000)
+    assert np.allclose(g, np.diag(Gamma), rtol=0.35, atol=1e-12)
+    assert np.all(g[:, np.diag(Gamma) == 0] == 0)
+
+
+def test_plugin_band_radius_gaussian_quantile_and_scaling():
+    S = np.array([[[4.0]]])  # d = 1, Sigma = 4 Gamma_11
+    r = ql.plugin_band_radius(S, np.ones((2, 1)), 0.95, 40000, np.random.default_rng(0))
+    assert np.allclose(r, 2 * 1.959964, rtol=0.02)
+    d = 3
+    B = np.random.default_rng(3).normal(size=(d, d, d))
+    S = B @ B.transpose(0, 2, 1)
+    gam = np.random.default_rng(4).uniform(0, 1, (5, d))
+    full = ql.plugin_band_radius(S, gam, [0.5, 0.9], 300, np.random.default_rng(7))
+    half = ql.plugin_band_radius(S, gam / 2, [0.5, 0.9], 300, np.random.default_rng(7))
+    assert full.shape == (5, 2) and np.all(full[:, 0] < full[:, 1])
+    assert np.allclose(half, full / np.sqrt(2))  # positive homogeneity: Gamma/2 -> r/sqrt 2
+
+
+def test_plugin_bad_input(mdp):
+    S = np.ones((2, 2, 2))
+    rng = np.random.default_rng(0)
+    with pytest.raises(ValueError, match="level"):
+        ql.plugin_band_radius(S, np.ones((1, 2)), 1.5, 10, rng)
+    with pytest.raises(ValueError, match="gamma_hat"):
+        ql.plugin_band_radius(S, np.ones((1, 3)), 0.9, 10, rng)
+    with pytest.raises(ValueError, match="gamma_hat"):
+        ql.plugin_band_radius(S, -np.ones((1, 2)), 0.9, 10, rng)
+    with pytest.raises(TypeError, match="rng"):
+        ql.plugin_band_radius(S, np.ones((1, 2)), 0.9, 10, 0)
+    with pytest.raises(ValueError, match="outcomes"):
+        ql.plugin_gamma(mdp, np.zeros((1, mdp.d)), {})
+    with pytest.raises(ValueError, match="Qbar"):
+        ql.plugin_gamma(mdp, np.zeros((1, 3)), {"counts": np.ones((1, 3, 4))})
+    with pytest.raises(TypeError, match="mdp"):
+        ql.plugin_gamma("grid", np.zeros((1, 3)), {"counts": np.ones((1, 3, 4))})

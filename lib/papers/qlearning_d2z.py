@@ -196,15 +196,23 @@ class GridMDP:
     def sample(self, n_chains: int, rng: np.random.Generator):
         """One synchronous draw for every pair in every chain: ``(next_state, reward)``,
         each of shape ``(n_chains, d)`` (inverse-CDF sampling of the four outcomes)."""
+        ns, r, _, _ = self._draw(n_chains, rng)
+        return ns, r
+
+    def _draw(self, n_chains: int, rng: np.random.Generator):
+        """``(next_state, reward, outcome, noise)``: ``outcome`` in ``0..3`` indexes the
+        four rows of the outcome tables, ``noise`` is the unit-variance reward noise
+        (``None`` without noise); all of shape ``(n_chains, d)``."""
         U = rng.random((n_chains, self.d))
         c = self._cum
         # inverse CDF over the four outcomes: k = #{thresholds <= U}
         k = (U >= c[:, 0]).astype(np.intp)
         k += U >= c[:, 1]
         k += U >= c[:, 2]
-        k += self._base  # flat index 4*i + k into the (d, 4) outcome tables
-        ns = self._ns_flat[k]
-        r = self._r_flat[k]
+        kf = k + self._base  # flat index 4*i + k into the (d, 4) outcome tables
+        ns = self._ns_flat[kf]
+        r = self._r_flat[kf]
+        z = None
         if self.reward_noise > 0:
             if self.noise_df is None:
                 z = rng.standard_normal((n_chains, self.d))
@@ -213,7 +221,7 @@ class GridMDP:
                     self.noise_df / (self.noise_df - 2)
                 )
             r = r + self.reward_noise * z
-        return ns, r
+        return ns, r, k, z
 
 
 def step_sizes(
@@ -273,6 +281,7 @@ def run_sync_q(
     tail_m: int | None = None,
     keep_from: int | None = None,
     track_error: bool = True,
+    count_outcomes: bool = False,
 ):
     r"""Run synchronous Q-learning on ``n_chains`` independent chains at once.
 
@@ -291,11 +300,18 @@ def run_sync_q(
         Keep the iterates :math:`Q_t` for ``keep_from <= t <= n`` (for partial sums).
     track_error : bool
         Record :math:`|Q_t - Q^\star|_\infty` for every ``t``.
+    count_outcomes : bool
+        Also return ``outcomes``, the sufficient statistics of the run's own transitions
+        for :func:`plugin_gamma`: ``counts`` (C, d, 4), how often each of the four outcomes of
+        every pair was drawn, and with reward noise ``noise_sum`` (C, d, 4), the noise summed
+        per outcome, and ``noise_sq`` (C, d), its sum of squares. The random draws are the
+        same as without counting.
 
     Returns
     -------
     dict with ``last`` (C, d), ``full`` (C, d) (average of :math:`Q_1..Q_n`), and
-    ``tail`` (C, d), ``kept`` (C, n-keep_from+1, d), ``path_err`` (C, n) when asked.
+    ``tail`` (C, d), ``kept`` (C, n-keep_from+1, d), ``path_err`` (C, n), ``outcomes``
+    when asked.
 
     Book: eq:`eq-07-update` in book/07-q-learning-pd2z/theory.md.
     """
@@ -320,9 +336,22 @@ def run_sync_q(
     tail = np.zeros((n_chains, d)) if tail_m else None
     kept = np.empty((n_chains, n - keep_from + 1, d)) if keep_from else None
     path_err = np.empty((n_chains, n)) if track_error else None
+    if count_outcomes:
+        counts = np.zeros((n_chains, d, 4), dtype=np.int64)
+        noisy = mdp.reward_noise > 0
+        noise_sum = np.zeros((n_chains, d, 4)) if noisy else None
+        noise_sq = np.zeros((n_chains, d)) if noisy else None
     A, g = mdp.n_actions, mdp.gamma
     for t in range(1, n + 1):
-        ns, r = mdp.sample(n_chains, rng)
+        ns, r, k, z = mdp._draw(n_chains, rng)
+        if count_outcomes:
+            for o in range(4):
+                hit = k == o
+                counts[:, :, o] += hit
+                if noisy:
+                    noise_sum[:, :, o] += np.where(hit, z, 0.0)
+            if noisy:
+                noise_sq += z * z
         V = _max_over_actions(Q, A)
         # empirical Bellman operator: R_t(s,a) + gamma * max_a' Q(s'_t(s,a), a')
         target = r + g * np.take_along_axis(V, ns, axis=1)
@@ -342,6 +371,8 @@ def run_sync_q(
         out["kept"] = kept
     if track_error:
         out["path_err"] = path_err
+    if count_outcomes:
+        out["outcomes"] = {"counts": counts, "noise_sum": noise_sum, "noise_sq": noise_sq}
     return out
 
 
@@ -514,3 +545,125 @@ def brownian_tail_statistic(
     Ginv_T = np.linalg.inv(G).T
     incr = (rng.standard_normal((n_chains, L, G.shape[0])) * sd) @ Ginv_T
     return max_tail_partial_sum(incr)
+
+
+# -- the plug-in Gaussian bootstrap -------------------------------------------------------
+def plugin_gamma(mdp: GridMDP, Qbar, outcomes: dict) -> np.ndarray:
+    r"""Plug-in Bellman-noise variances :math:`\widehat\Gamma_{jj}`, shape ``(C, d)``.
+
+    For every chain, the variance of the targets
+    :math:`R_t(j)+\gamma\max_{a'}\bar Q_n(s'_t(j),a')` over the run's own ``N`` transitions
+    of pair :math:`j` (divisor ``N``): the Bellman-noise variance
+    :math:`\Gamma_{jj}=\operatorname{Var}(R+\gamma\max_{a'}Q^\star(s',a'))` with
+    :math:`\bar Q_n` plugged in for :math:`Q^\star` and the empirical kernel for :math:`P`.
+    ``outcomes`` is the ``outcomes`` entry of :func:`run_sync_q` (``count_outcomes=True``);
+    ``Qbar`` has shape ``(C, d)``. With the outcome counts :math:`N_{jk}` and the centred
+    outcome values :math:`a_{jk}` the variance is
+    :math:`\frac1N\big[\sum_kN_{jk}a_{jk}^2+2\sigma\sum_ka_{jk}\zeta_{jk}+\sigma^2\sum z^2\big]
+    -\big(\frac{\sigma}{N}\sum z\big)^2`, exactly the sample variance of the targets.
+
+    Book: eq:`eq-07-plugin` in book/07-q-learning-pd2z/clt.md.
+    """
+    if not isinstance(mdp, GridMDP):
+        raise TypeError(f"mdp must be a GridMDP, got {type(mdp).__name__}")
+    if not isinstance(outcomes, dict) or "counts" not in outcomes:
+        raise ValueError("outcomes must be the 'outcomes' dict of run_sync_q(count_outcomes=True)")
+    counts = np.asarray(outcomes["counts"], dtype=float)
+    Qbar = np.asarray(Qbar, dtype=float)
+    if Qbar.ndim != 2 or Qbar.shape[1] != mdp.d:
+        raise ValueError(f"Qbar must have shape (C, {mdp.d}), got {Qbar.shape}")
+    if counts.shape != (Qbar.shape[0], mdp.d, 4):
+        raise ValueError(f"counts must have shape {(Qbar.shape[0], mdp.d, 4)}, got {counts.shape}")
+    N = counts.sum(axis=2)
+    if np.any(N < 2):
+        raise ValueError("outcomes must hold at least two transitions of every pair")
+    V = _max_over_actions(Qbar, mdp.n_actions)  # (C, S)
+    # outcome values a_jk = r(j, k) + gamma * Vbar(s'(j, k)), shape (C, d, 4)
+    a = mdp.reward[None] + mdp.gamma * V[:, mdp.next_state]
+    a = a - (counts * a).sum(axis=2, keepdims=True) / N[..., None]  # centre at the count mean
+    second = (counts * a * a).sum(axis=2)
+    if mdp.reward_noise > 0:
+        sig = mdp.reward_noise
+        zeta, zsq = np.asarray(outcomes["noise_sum"]), np.asarray(outcomes["noise_sq"])
+        second = second + 2 * sig * (a * zeta).sum(axis=2) + sig**2 * zsq
+        return np.clip(second / N - (sig * zeta.sum(axis=2) / N) ** 2, 0.0, None)
+    return np.clip(second / N, 0.0, None)
+
+
+def tail_cov_basis(G, etas, m: int) -> np.ndarray:
+    r"""Basis :math:`S_j=\sum_sB_se_je_j^\top B_s^\top`, shape ``(d, d, d)`` (``S[j]``).
+
+    For a diagonal noise covariance the tail covariance of :func:`gaussian_tail_cov` is
+    linear in the diagonal, :math:`\Sigma_n(\Gamma)=\sum_j\Gamma_{jj}S_j`, so one basis
+    serves every plug-in :math:`\widehat\Gamma`. :math:`B_s` is the coefficient of
+    :math:`\aleph_s` in the tail average (backward recursion of :func:`gaussian_tail_cov`);
+    :math:`S_j=C_j^\top C_j` with :math:`C_j` the stacked :math:`j`-th columns of the
+    :math:`B_s`.
+
+    Book: eq:`eq-07-basis` in book/07-q-learning-pd2z/clt.md.
+    """
+    G = np.asarray(G, dtype=float)
+    if G.ndim != 2 or G.shape[0] != G.shape[1]:
+        raise ValueError(f"G must be a square matrix, got shape {G.shape}")
+    etas = _check_etas(etas)
+    n, d = etas.size, G.shape[0]
+    if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or not (1 <= m <= n):
+        raise ValueError(f"m must be an integer in [1, n={n}], got {m!r}")
+    I = np.eye(d)
+    R = np.zeros((d, d))
+    S = np.zeros((d, d, d))
+    block, chunk = [], 256
+    for s in range(n, 0, -1):
+        step_next = I - etas[s] * G if s < n else I
+        R = (I if s > n - m else 0.0) + R @ step_next
+        block.append((etas[s - 1] / m) * R)
+        if len(block) == chunk or s == 1:
+            Cj = np.stack(block).transpose(2, 0, 1)  # (j, s, i) = B_s[i, j]
+            S += Cj.transpose(0, 2, 1) @ Cj
+            block = []
+    return S
+
+
+def plugin_band_radius(
+    S, gamma_hat, level, n_boot: int, rng: np.random.Generator, chunk: int = 64
+) -> np.ndarray:
+    r"""Gaussian-bootstrap radius of a simultaneous band for :math:`\bar Q_n-Q^\star`.
+
+    Returns shape ``(C,)`` for a scalar ``level`` and ``(C, L)`` for ``L`` levels.
+
+    For each chain :math:`c`, :math:`\widehat\Sigma_c=\sum_j\widehat\Gamma_{c,jj}S_j`; draw
+    ``n_boot`` replicates :math:`\widehat\Sigma_c^{1/2}\xi`, :math:`\xi\sim\mathcal N(0,I)`,
+    and return the ``level`` quantile of :math:`\max_i|\cdot|`. The band
+    :math:`\{Q:\max_i|\bar Q_{n,i}-Q_i|\le r_c\}` then covers :math:`Q^\star` with probability
+    close to ``level``. ``S`` is :func:`tail_cov_basis` ``(d, d, d)``, ``gamma_hat`` is
+    :func:`plugin_gamma` ``(C, d)``. The square root is symmetric (eigenvalues clipped at 0),
+    so a singular :math:`\widehat\Sigma_c` is harmless.
+
+    Book: eq:`eq-07-band` in book/07-q-learning-pd2z/clt.md.
+    """
+    S = np.asarray(S, dtype=float)
+    gamma_hat = np.asarray(gamma_hat, dtype=float)
+    if S.ndim != 3 or S.shape[0] != S.shape[1] or S.shape[1] != S.shape[2]:
+        raise ValueError(f"S must have shape (d, d, d), got {S.shape}")
+    d = S.shape[0]
+    if gamma_hat.ndim != 2 or gamma_hat.shape[1] != d:
+        raise ValueError(f"gamma_hat must have shape (C, {d}), got {gamma_hat.shape}")
+    if np.any(gamma_hat < 0) or not np.all(np.isfinite(gamma_hat)):
+        raise ValueError("gamma_hat must be finite and non-negative")
+    levels = np.atleast_1d(np.asarray(level, dtype=float))
+    if levels.ndim != 1 or not np.all((levels > 0.0) & (levels < 1.0)):
+        raise ValueError(f"level must be a number or 1-D array in (0, 1), got {level}")
+    n_boot = positive_int(n_boot, "n_boot")
+    check_generator(rng)
+    C = gamma_hat.shape[0]
+    radius = np.empty((C, levels.size))
+    flat = S.reshape(d, d * d)
+    for lo in range(0, C, chunk):
+        g = gamma_hat[lo : lo + chunk]
+        Sig = (g @ flat).reshape(-1, d, d)  # Sigma_n(Gamma_hat_c) = sum_j Gamma_jj S_j
+        w, U = np.linalg.eigh(Sig)
+        root = U * np.sqrt(np.clip(w, 0.0, None))[:, None, :]  # root @ root.T = Sigma
+        xi = rng.standard_normal((g.shape[0], n_boot, d))
+        reps = xi @ root.transpose(0, 2, 1)  # (c, b, d), rows ~ N(0, Sigma_c)
+        radius[lo : lo + chunk] = np.quantile(np.abs(reps).max(axis=2), levels, axis=1).T
+    return radius[:, 0] if np.ndim(level) == 0 else radius
