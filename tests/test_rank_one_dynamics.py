@@ -116,6 +116,19 @@ def test_exact_flow_at_zero_and_unit_norms():
     assert f["obj"][-1] == pytest.approx(np.linalg.norm(X, 2), rel=1e-10)
 
 
+def test_exact_flow_reuses_a_given_svd():
+    X, u, v = rd.sample_spiked(30, 40, 1.5, gen(5))
+    u0, v0 = rd.init_with_overlap(u, 0.3, gen(6)), rd.init_with_overlap(v, 0.2, gen(7))
+    ts = [0.0, 1.0, 5.0]
+    a = rd.exact_flow(X, u0, v0, ts, u, v)
+    b = rd.exact_flow(X, u0, v0, ts, u, v, svd=np.linalg.svd(X, full_matrices=False))
+    for key in ("qu", "qv", "obj"):
+        assert np.array_equal(a[key], b[key])
+    assert a["s_max"] == pytest.approx(np.linalg.norm(X, 2), rel=1e-12)
+    with pytest.raises(ValueError, match="svd"):
+        rd.exact_flow(X, u0, v0, ts, u, v, svd=np.linalg.svd(X.T, full_matrices=False))
+
+
 def test_exact_flow_linear_norms_are_equal():
     # prop-19-linear: |y_u| = |y_v| along the linear flow, also at large t after the
     # e^{-t s_max} rescaling (sanity claim 19/prop-linear/equal-norms)

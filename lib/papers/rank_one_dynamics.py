@@ -180,16 +180,20 @@ def riemannian_gd(
     return dict(t=np.array(ts), qu=np.array(qu), qv=np.array(qv), obj=np.array(obj), u=u, v=v)
 
 
-def exact_flow(X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False) -> dict:
+def exact_flow(
+    X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False, svd: tuple | None = None
+) -> dict:
     """The exact solution of the Riemannian flow at times ``ts`` (book's linearisation).
 
     With the thin SVD ``X = U S V^T``: ``y_u = u0 + U[(cosh(tS)-1) U^T u0 + sinh(tS) V^T v0]``,
     ``y_v = v0 + V[(cosh(tS)-1) V^T v0 + sinh(tS) U^T u0]``, ``u_t = y_u/|y_u|``,
     ``v_t = y_v/|y_v|``.
     Everything is multiplied by ``exp(-t s_max)`` so that large times do not overflow.
-    Returns ``dict(t, qu, qv, obj, norm_gap)`` where ``norm_gap`` is the relative difference
-    ``(|y_u| - |y_v|)/|y_u|`` (zero in exact arithmetic), plus ``u, v`` of shape ``(T, p)`` and
-    ``(T, n)`` when ``return_vectors``.
+    Returns ``dict(t, qu, qv, obj, norm_gap, s_max)`` where ``norm_gap`` is the relative
+    difference ``(|y_u| - |y_v|)/|y_u|`` (zero in exact arithmetic) and ``s_max`` the top singular
+    value of ``X`` (the maximum of ``u^T X v``), plus ``u, v`` of shape ``(T, p)`` and
+    ``(T, n)`` when ``return_vectors``. ``svd``: the thin SVD ``(U, S, Vt)`` of ``X`` if already
+    computed (several initialisations on one matrix need one SVD).
 
     Book: prf:`prop-19-linear` in book/19-matrix-denoising-dynamics/flow.md.
     """
@@ -198,7 +202,12 @@ def exact_flow(X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False) -
     u0, v0 = unit_vector(u0, "u0", dim=p), unit_vector(v0, "v0", dim=n)
     u_star, v_star = unit_vector(u_star, "u_star", dim=p), unit_vector(v_star, "v_star", dim=n)
     ts = _check_times(ts)
-    U, S, Vt = np.linalg.svd(X, full_matrices=False)
+    if svd is None:
+        U, S, Vt = np.linalg.svd(X, full_matrices=False)
+    else:
+        U, S, Vt = svd
+        if U.shape != (p, min(p, n)) or S.shape != (min(p, n),) or Vt.shape != (min(p, n), n):
+            raise ValueError("svd must be the thin SVD (U, S, Vt) of X")
     a, b = U.T @ u0, Vt @ v0
     s_max = S[0]
     out = dict(
@@ -207,6 +216,7 @@ def exact_flow(X, u0, v0, ts, u_star, v_star, *, return_vectors: bool = False) -
         qv=np.empty(ts.size),
         obj=np.empty(ts.size),
         norm_gap=np.empty(ts.size),
+        s_max=float(s_max),
     )
     if return_vectors:
         out["u"], out["v"] = np.empty((ts.size, p)), np.empty((ts.size, n))
