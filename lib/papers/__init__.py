@@ -7,14 +7,17 @@ module                         chapter folder
 ``coalition_eq``               ``book/02-coalition-equilibrium/``
 ``coarse_gaussian``            ``book/03-coarse-gaussian-mean/``
 ``dp_iv``                      ``book/04-dp-iv-regression/``
+``quasi_equivariant``          ``book/05-quasi-equivariant-metanetworks/``
 ``borda_dueling``              ``book/06-dueling-bandits-borda/``
 ``qlearning_d2z``              ``book/07-q-learning-pd2z/``
 ``disagreement``               ``book/08-disagreement-discrepancy/``
 ``saddle_to_saddle``           ``book/09-saddle-to-saddle/``
 ``benign_leaky``               ``book/10-benign-overfitting-leaky-relu/``
+``actor_critic``               ``book/11-actor-critic-finite-time/``
 ``adversarial_fragility``      ``book/12-adversarial-fragility/``
 ``longtail_composition``       ``book/13-memorization-composition/``
 ``relu_regions``               ``book/14-relu-region-graph/``
+``dense_memory``               ``book/15-dense-associative-memory/``
 ``noisy_prophet``              ``book/16-prophet-noisy-rewards/``
 ``length_generalization``      ``book/17-length-generalization/``
 ``fisher_metric``              ``book/18-fisher-neuromanifold/``
