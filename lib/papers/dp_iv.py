@@ -228,6 +228,21 @@ def zcdp_to_dp(rho: float, delta: float) -> float:
 
 
 # ----------------------------------------------------------------------------- gradients
+def _with_run_axis(Z, X, Theta, beta):
+    """``(Theta (R, q, p), beta (R, p), squeeze)``: a run axis for a single run; shapes checked."""
+    Theta = np.asarray(Theta, dtype=float)
+    beta = np.asarray(beta, dtype=float)
+    squeeze = Theta.ndim == 2
+    if squeeze:
+        Theta, beta = Theta[None], beta[None]
+    R, (q, p) = Theta.shape[0], (Z.shape[1], X.shape[1])
+    if Theta.shape != (R, q, p) or beta.shape != (R, p):
+        raise ValueError(
+            f"Theta must be (R, {q}, {p}) and beta (R, {p}), got {Theta.shape} and {beta.shape}"
+        )
+    return Theta, beta, squeeze
+
+
 def per_sample_grads(Z, X, Y, Theta, beta):
     r"""Per-sample gradients of the two least-squares stages.
 
@@ -235,18 +250,8 @@ def per_sample_grads(Z, X, Y, Theta, beta):
     Returns ``G1`` (R, n, q*p) with rows :math:`\mathrm{vec}(z_i(z_i^\top\Theta-x_i^\top))` and
     ``G2`` (R, n, p) with rows :math:`\Theta^\top z_i(z_i^\top\Theta\beta-y_i)`.
     """
-    Theta = np.asarray(Theta, dtype=float)
-    beta = np.asarray(beta, dtype=float)
-    squeeze = Theta.ndim == 2
-    if squeeze:
-        Theta, beta = Theta[None], beta[None]
-    R = Theta.shape[0]
-    n, q = Z.shape
-    p = X.shape[1]
-    if Theta.shape != (R, q, p) or beta.shape != (R, p):
-        raise ValueError(
-            f"Theta must be (R, {q}, {p}) and beta (R, {p}), got {Theta.shape} and {beta.shape}"
-        )
+    Theta, beta, squeeze = _with_run_axis(Z, X, Theta, beta)
+    R, n, q, p = Theta.shape[0], Z.shape[0], Z.shape[1], X.shape[1]
     H = Z @ Theta  # (R, n, p): z_i^T Theta
     resid1 = H - X  # (R, n, p)
     G1 = (Z[None, :, :, None] * resid1[:, :, None, :]).reshape(R, n, q * p)
@@ -270,18 +275,8 @@ def clipped_mean_grads(Z, X, Y, Theta, beta, gamma1: float, gamma2: float):
     Book: prf:`lem-04-sensitivity` in book/04-dp-iv-regression/theory.md (the mean it bounds).
     """
     gamma1, gamma2 = positive(gamma1, "gamma1"), positive(gamma2, "gamma2")
-    Theta = np.asarray(Theta, dtype=float)
-    beta = np.asarray(beta, dtype=float)
-    squeeze = Theta.ndim == 2
-    if squeeze:
-        Theta, beta = Theta[None], beta[None]
-    R = Theta.shape[0]
-    n, q = Z.shape
-    p = X.shape[1]
-    if Theta.shape != (R, q, p) or beta.shape != (R, p):
-        raise ValueError(
-            f"Theta must be (R, {q}, {p}) and beta (R, {p}), got {Theta.shape} and {beta.shape}"
-        )
+    Theta, beta, squeeze = _with_run_axis(Z, X, Theta, beta)
+    n = Z.shape[0]
     H = Z @ Theta  # (R, n, p): rows h_i = Theta^T z_i
     resid1 = H - X  # (R, n, p): r_i
     norm1 = np.sqrt(np.einsum("nq,nq->n", Z, Z) * np.einsum("rnp,rnp->rn", resid1, resid1))
