@@ -102,3 +102,45 @@ def test_worker_count_from_the_environment_is_validated(monkeypatch):
     monkeypatch.setenv("BOOK_SWEEP_WORKERS", "zero")
     with pytest.raises(ValueError, match="BOOK_SWEEP_WORKERS"):
         sw._client(None, 4)
+
+
+def _probe_tree(tmp_path: Path) -> Path:
+    """A book with one chapter (00) whose notebook is the probe; ``lib`` is this repo's."""
+    root = tmp_path / "tree"
+    (root / "book" / "00-probe").mkdir(parents=True)
+    (root / "lib").symlink_to(Path(sw.ROOT) / "lib")
+    (root / "book" / "00-probe" / "probe.md").write_text(PROBE.read_text())
+    return root
+
+
+def test_publish_keys_each_chapter_by_its_code(client, tmp_path):
+    from lib.sphinxext.cache import result_stamps
+
+    root = _probe_tree(tmp_path)
+    nb = root / "book" / "00-probe" / "probe.md"
+    stamps = result_stamps(root, "quick")
+    sw.sweep([nb], [0, 1], root=root, client=client, progress=False, stamps=stamps)
+    out = sw.publish("quick", ["00"], root=root)
+    assert out["published"] == ["00"], out
+    data = sw.load_published("quick", root)
+    entry = data["chapters"]["00"]
+    assert entry["stamp"] == stamps["00"] and entry["seeds"] == [0, 1]
+    assert entry["claims"]["00/sweep/seed-zero"]["verdict"] == {"0": "pass", "1": "FAIL"}
+    assert entry["claims"]["00/sweep/after"]["verdict"] == {"0": "pass", "1": "not reached"}
+    recs = [{"id": cid, "chapter": "00", "scale": "quick"} for cid in entry["claims"]]
+    robust, state = sw.published_robustness(recs, root=root)
+    assert state["00"]["state"] == "current"
+    assert robust["00/sweep/always"]["text"] == "2/2 seeds (0, 1); measured 1"
+    assert robust["00/sweep/seed-zero"]["failing"] == [1]
+    assert "not reached at 1" in robust["00/sweep/after"]["text"]
+
+    # a formatting-only edit keeps the sweep current; a change of code makes it stale
+    nb.write_text(nb.read_text().replace("above(0), kind", "above(0),  kind"))
+    assert sw.published_robustness(recs, root=root)[1]["00"]["state"] == "current"
+    nb.write_text(nb.read_text().replace("1.0, above(0)", "2.0, above(0)"))
+    robust, state = sw.published_robustness(recs, root=root)
+    assert state["00"]["state"] == "stale"
+    assert robust["00/sweep/always"]["text"].startswith("sweep stale")
+    # publishing again without a sweep of the new code keeps the old entry, marked stale
+    assert sw.publish("quick", ["00"], root=root)["published"] == []
+    assert sw.load_published("quick", root)["chapters"]["00"]["stamp"] == stamps["00"]

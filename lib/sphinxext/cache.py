@@ -74,16 +74,19 @@ def chapter_notebooks(root: Path = ROOT) -> dict[str, list[Path]]:
     return out
 
 
-def paper_modules_imported(md_path: Path) -> set[str]:
-    """Names ``x`` of the ``lib.papers.x`` modules or subpackages a notebook imports."""
+def code_cells(md_path: Path) -> list[str]:
+    """The sources of a MyST notebook's code cells, in order."""
     import jupytext
 
+    return [c.source for c in jupytext.read(md_path).cells if c.cell_type == "code"]
+
+
+def paper_modules_imported(md_path: Path, cells: list[str] | None = None) -> set[str]:
+    """Names ``x`` of the ``lib.papers.x`` modules or subpackages a notebook imports."""
     names: set[str] = set()
-    for cell in jupytext.read(md_path).cells:
-        if cell.cell_type != "code":
-            continue
+    for source in code_cells(md_path) if cells is None else cells:
         src = "\n".join(
-            line for line in cell.source.splitlines() if not line.lstrip().startswith(("%", "!"))
+            line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
         )
         try:
             tree = ast.parse(src)
@@ -146,6 +149,82 @@ def chapter_stamps(root: Path = ROOT, env=None) -> dict:
             _hash_files(h, root, paper_files(name, root))
         chapters[ch] = h.hexdigest()
     return {"scale": scale_name, "seed": book_seed, "chapters": chapters}
+
+
+def code_fingerprint(source: str) -> str:
+    """The Python tokens of ``source``, joined, without comments, blank lines, line breaks
+    inside brackets and trailing commas: what a formatter (``ruff format``) or a comment edit
+    leaves unchanged does not change the fingerprint; any change to the code does."""
+    import io
+    import tokenize
+
+    keep = []
+    try:
+        toks = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return "\n".join(line.strip() for line in source.splitlines() if line.strip())
+    skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+    toks = [t for t in toks if t.type not in skip]
+    for k, t in enumerate(toks):
+        if t.type == tokenize.OP and t.string == "," and k + 1 < len(toks):
+            if toks[k + 1].string in (")", "]", "}"):
+                continue  # a magic trailing comma is formatting
+        if t.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT):
+            keep.append(f"<{tokenize.tok_name[t.type]}>")
+        else:
+            keep.append(t.string)
+    return "\x1f".join(keep)
+
+
+RESULT_CORE = (
+    "__init__",
+    "claims",
+    "device",
+    "plotting",
+    "records",
+    "scale",
+    "seed",
+    "stats",
+    "validate",
+)
+
+
+def result_stamps(root: Path = ROOT, scale_name: str | None = None) -> dict[str, str]:
+    """``{"07": sha256, ...}``: what a chapter's *results* depend on, for the published sweep.
+
+    Narrower than :func:`chapter_stamps` (which also keys the build's cached pages): the code
+    of the chapter's notebooks (cell by cell, by :func:`code_fingerprint`), the paper modules
+    they import, the core modules of ``lib`` a notebook calls (not ``lib/sphinxext``, which
+    only builds pages) and the scale. ``BOOK_SEED`` is not part of it (a sweep covers seeds),
+    and neither is prose: editing a summary or a formula's text keeps a sweep valid.
+    """
+    from lib import scale as _scale
+
+    scale_name = scale_name or _scale.scale_name()
+    lib = root / "lib"
+    core = hashlib.sha256(scale_name.encode())
+    for name in RESULT_CORE:
+        path = lib / f"{name}.py"
+        core.update(name.encode())
+        core.update(code_fingerprint(path.read_text(encoding="utf-8")).encode())
+    core_hex = core.hexdigest()
+    out = {}
+    for ch, notebooks in chapter_notebooks(root).items():
+        h = hashlib.sha256(core_hex.encode())
+        papers = set()
+        for nb in notebooks:
+            h.update(nb.name.encode())
+            cells = code_cells(nb)
+            for source in cells:
+                h.update(b"\x1e" + code_fingerprint(source).encode())
+            papers |= paper_modules_imported(nb, cells)
+        for name in sorted(papers):
+            h.update(name.encode())
+            for path in sorted(paper_files(name, root)):
+                h.update(str(path.relative_to(root)).encode())
+                h.update(code_fingerprint(path.read_text(encoding="utf-8")).encode())
+        out[ch] = h.hexdigest()[:16]
+    return out
 
 
 def write_stamp(root: Path = ROOT, env=None) -> None:
@@ -233,9 +312,12 @@ def fill_cache(root: Path = ROOT, verbose: bool = True) -> int:
         for cell, done in zip(src_code, ran_code):
             cell.outputs = done.outputs
             cell.execution_count = done.execution_count
-        seconds = ran.metadata.get("book_execution", {}).get("seconds")
+        run = ran.metadata.get("book_execution", {})
+        seconds = run.get("seconds")
+        data = {"execution_seconds": seconds}
+        data.update({k: run[k] for k in ("cpu_seconds", "peak_rss_gib") if k in run})
         cache.cache_notebook_bundle(
-            CacheBundleIn(nb, str(md_path), data={"execution_seconds": seconds}),
+            CacheBundleIn(nb, str(md_path), data=data),
             check_validity=False,
             overwrite=True,
         )

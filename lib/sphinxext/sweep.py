@@ -7,8 +7,12 @@ error. A notebook that fails at one seed is recorded as a failure for that seed 
 stops the sweep; a worker that dies mid-task is replaced and its task rerun by Dask's scheduler.
 
 Results go to ``_build/sweep/<scale>/``: one JSON per (claim, seed) under ``claims/`` and one
-per (notebook, seed) under ``runs/``. The ledger (:mod:`lib.sphinxext.ledger`) turns them into a
-"seeds" column with :func:`robustness`.
+per (notebook, seed) under ``runs/``, each carrying the chapter's *result stamp*
+(:func:`lib.sphinxext.cache.result_stamps`: the code its results depend on) at the time of the
+sweep. :func:`publish` then folds them into the committed summary
+``book/_data/sweep-<scale>.json``, one entry per chapter keyed by that stamp, which the build
+reads (:func:`published_robustness`): the ledger's "seeds" column shows a chapter's sweep only
+while its stamp matches the code being built, and says "stale" otherwise.
 
 ``BOOK_DASK_SCHEDULER`` unset: a ``LocalCluster`` sized to this machine (one single-threaded
 worker per core). Set to an address (``tcp://host:8786``): that cluster, e.g. one started by
@@ -27,7 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lib.records import FAIL, NOT_REPRODUCED, PASS, ROOT, load_records
+from lib.records import FAIL, NOT_REPRODUCED, PASS, ROOT, VERDICTS, load_records
+
+VERDICTS_KNOWN = VERDICTS
 
 SCHEDULER_ENV = "BOOK_DASK_SCHEDULER"
 ONE_CORE = {
@@ -54,11 +60,31 @@ def parse_seeds(text: str) -> list[int]:
     return sorted(seeds)
 
 
+def _chapter_of(notebook: str | Path) -> str:
+    """``"07"`` for ``book/07-slug/x.md`` (absolute or relative); ``""`` outside a chapter."""
+    for part in Path(notebook).parts:
+        m = re.match(r"^(\d\d)-", part)
+        if m:
+            return m.group(1)
+    return ""
+
+
+def _book_relative(path: Path) -> str:
+    """``book/07-slug/x.md`` for a notebook of any tree (the path from its ``book`` folder on);
+    other paths as given."""
+    parts = Path(path).parts
+    if "book" in parts:
+        return str(Path(*parts[len(parts) - 1 - parts[::-1].index("book") :]))
+    return str(path)
+
+
 def sweep_dir(scale: str, root: Path = ROOT) -> Path:
     return Path(root) / "_build" / "sweep" / scale
 
 
-def run_notebook(path: str, seed: int, scale: str = "quick", timeout: int = 1800) -> dict:
+def run_notebook(
+    path: str, seed: int, scale: str = "quick", timeout: int = 1800, stamp: str = ""
+) -> dict:
     """Execute one notebook at one seed in a fresh kernel; never raises for a notebook error."""
     import jupytext
     from nbclient import NotebookClient
@@ -82,11 +108,12 @@ def run_notebook(path: str, seed: int, scale: str = "quick", timeout: int = 1800
         seconds = time.perf_counter() - t0
         records = load_records(ledger)
     return {
-        "notebook": str(nb_path.resolve().relative_to(ROOT)) if nb_path.is_absolute() else path,
+        "notebook": _book_relative(nb_path),
         "seed": int(seed),
         "scale": scale,
         "seconds": round(seconds, 2),
         "error": error,
+        "stamp": stamp,
         "records": records,
     }
 
@@ -118,7 +145,7 @@ def write_result(result: dict, root: Path = ROOT) -> None:
     for rec in result["records"]:
         folder = out / "claims" / rec["id"].replace("/", "__")
         folder.mkdir(parents=True, exist_ok=True)
-        rec = dict(rec, notebook=result["notebook"])
+        rec = dict(rec, notebook=result["notebook"], stamp=result.get("stamp", ""))
         (folder / f"seed-{result['seed']}.json").write_text(json.dumps(rec, indent=1))
 
 
@@ -130,11 +157,13 @@ def sweep(
     root: Path = ROOT,
     client=None,
     progress: bool = True,
+    stamps: dict[str, str] | None = None,
 ) -> list[dict]:
     """Run every (notebook, seed) pair as one Dask task; write and return the results."""
     from distributed import as_completed
 
     tasks = [(str(nb), s) for nb in notebooks for s in seeds]
+    stamps = stamps or {}
     own = client is None
     if own:
         client = _client(scheduler, len(tasks))
@@ -144,7 +173,13 @@ def sweep(
             print(f"Dask dashboard: {link}")
         futures = [
             client.submit(
-                run_notebook, nb, s, scale, key=f"nb-{i}-{Path(nb).stem}-seed{s}", pure=False
+                run_notebook,
+                nb,
+                s,
+                scale,
+                stamp=stamps.get(_chapter_of(nb), ""),
+                key=f"nb-{i}-{Path(nb).stem}-seed{s}",
+                pure=False,
             )
             for i, (nb, s) in enumerate(tasks)
         ]
@@ -245,6 +280,244 @@ def robustness_table(scale: str, root: Path = ROOT) -> dict[str, dict]:
     return out
 
 
+# ----------------------------------------------------------------------------- publishing
+def published_path(scale: str, root: Path = ROOT) -> Path:
+    """The committed summary of the sweep at ``scale``: ``book/_data/sweep-<scale>.json``."""
+    return Path(root) / "book" / "_data" / f"sweep-{scale}.json"
+
+
+def load_published(scale: str, root: Path = ROOT) -> dict:
+    """The committed summary (``{"scale", "chapters": {"07": entry}}``), empty if none."""
+    try:
+        data = json.loads(published_path(scale, root).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {"scale": scale, "chapters": {}}
+    data.setdefault("chapters", {})
+    return data
+
+
+def _measured_range(rec: dict) -> list[float] | None:
+    from lib.sphinxext.prose import measured_values
+
+    vals = measured_values(rec)
+    return [float(f"{min(vals):.4g}"), float(f"{max(vals):.4g}")] if vals else None
+
+
+def git_output(root: Path, *args: str) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["git", *args], cwd=root, capture_output=True, text=True, check=True, timeout=20
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return out.stdout.strip()
+
+
+def machine_description() -> str:
+    import platform
+
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{platform.machine()} {cpu or platform.processor()}, {os.cpu_count()} cores".strip()
+
+
+def chapter_entry(ch: str, stamp: str, scale: str, root: Path = ROOT) -> dict | None:
+    """The published entry of chapter ``ch`` from this tree's raw sweep results at ``stamp``.
+
+    ``None`` unless every notebook of the chapter was run at ``stamp`` at one common set of
+    seeds (a partial sweep publishes nothing for that chapter). A claim missing at a seed
+    whose notebook ran there is "not reached".
+    """
+    from lib.sphinxext.cache import chapter_notebooks
+
+    notebooks = [str(nb.relative_to(root)) for nb in chapter_notebooks(root).get(ch, [])]
+    runs = load_runs(scale, root)
+    seeds_by_nb = {
+        nb: {s for s, run in runs.get(nb, {}).items() if run.get("stamp") == stamp}
+        for nb in notebooks
+    }
+    if not notebooks or any(not seeds for seeds in seeds_by_nb.values()):
+        return None
+    seeds = sorted(set.intersection(*seeds_by_nb.values()))
+    if not seeds:
+        return None
+    claims: dict[str, dict] = {}
+    for cid, per_seed in sorted(load_sweep(scale, root).items()):
+        if _chapter_of_claim(cid) != ch:
+            continue
+        recs = {s: r for s, r in per_seed.items() if s in seeds and r.get("stamp") == stamp}
+        if not recs:
+            continue
+        nb = next(iter(recs.values())).get("notebook")
+        claims[cid] = {
+            "notebook": nb,
+            "verdict": {
+                str(s): recs[s].get("verdict", "?") if s in recs else "not reached" for s in seeds
+            },
+            "measured": {str(s): _measured_range(recs[s]) for s in seeds if s in recs},
+        }
+    nb_info = {}
+    for nb in notebooks:
+        at = [runs[nb][s] for s in seeds]
+        secs = sorted(r["seconds"] for r in at)
+        errors = {str(r["seed"]): r["error"][:300] for r in at if r.get("error")}
+        nb_info[nb] = {"median_s": secs[len(secs) // 2], "max_s": secs[-1], "errors": errors}
+    return {
+        "stamp": stamp,
+        "seeds": seeds,
+        "swept": time.strftime("%Y-%m-%d", time.gmtime()),
+        "commit": git_output(root, "rev-parse", "--short=10", "HEAD"),
+        "machine": machine_description(),
+        "notebooks": nb_info,
+        "claims": claims,
+    }
+
+
+def _chapter_of_claim(claim_id: str) -> str:
+    return claim_id[:2]
+
+
+def publish(scale: str, chapters: list[str] | None = None, root: Path = ROOT) -> dict:
+    """Fold the raw results of this tree into ``book/_data/sweep-<scale>.json``.
+
+    A chapter's entry is replaced only when every one of its notebooks has results at the
+    chapter's *current* result stamp; entries of other chapters are kept as they were
+    (the build marks them stale if their code has changed since). Returns
+    ``{"published": [...], "skipped": {ch: reason}}``.
+    """
+    import fcntl
+
+    from lib.sphinxext.cache import result_stamps
+
+    stamps = result_stamps(root, scale)
+    wanted = sorted(stamps) if chapters is None else sorted(chapters)
+    path = published_path(scale, root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done, skipped = [], {}
+    with open(path.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # sweeps of different chapters may finish together
+        data = load_published(scale, root)
+        for ch in wanted:
+            entry = chapter_entry(ch, stamps.get(ch, ""), scale, root)
+            if entry is None:
+                skipped[ch] = "no complete sweep of its current code in this tree"
+                continue
+            data["chapters"][ch] = entry
+            done.append(ch)
+        data.update(
+            scale=scale,
+            format=1,
+            about="Per-claim results of `make sweep` (lib/sphinxext/sweep.py), one entry per "
+            "chapter, keyed by the chapter's result stamp; committed so the published book "
+            "shows them.",
+        )
+        data["chapters"] = dict(sorted(data["chapters"].items()))
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=1, sort_keys=False) + "\n", encoding="utf-8")
+        tmp.replace(path)
+    return {"published": done, "skipped": skipped}
+
+
+def _seed_span(seeds: list[int]) -> str:
+    """``"0–9"`` for a contiguous run, else ``"0, 3, 5"``."""
+    if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) and len(seeds) > 2:
+        return f"{seeds[0]}\u2013{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def entry_robustness(entry: dict) -> dict[str, dict]:
+    """``{claim_id: {"text", "n", "n_pass", "failing", "range"}}`` from one published entry."""
+    seeds = entry.get("seeds", [])
+    span = _seed_span(seeds)
+    out = {}
+    for cid, c in entry.get("claims", {}).items():
+        v = {int(s): x for s, x in c.get("verdict", {}).items()}
+        fails = sorted(s for s, x in v.items() if x == FAIL)
+        missing = sorted(s for s, x in v.items() if x not in VERDICTS_KNOWN)
+        n_pass = sum(x in (PASS, NOT_REPRODUCED) for x in v.values())
+        nr = all(x == NOT_REPRODUCED for x in v.values()) and v
+        ranges = [r for r in c.get("measured", {}).values() if r]
+        rng = [min(r[0] for r in ranges), max(r[1] for r in ranges)] if ranges else None
+        if nr:
+            text = f"not reproduced at {len(v)}/{len(seeds)} seeds ({span})"
+        else:
+            text = f"{n_pass}/{len(seeds)} seeds ({span})"
+        notes = []
+        if fails:
+            notes.append("fails at " + ", ".join(map(str, fails)))
+        if missing:
+            notes.append("not reached at " + ", ".join(map(str, missing)))
+        if notes:
+            text += "; " + "; ".join(notes)
+        if rng is not None:
+            text += (
+                f"; measured {_fmt(rng[0])}"
+                if rng[0] == rng[1]
+                else f"; measured {_fmt(rng[0])} to {_fmt(rng[1])}"
+            )
+        out[cid] = {
+            "text": text,
+            "n": len(seeds),
+            "n_pass": 0 if nr else n_pass,
+            "failing": sorted(fails + missing),
+            "range": rng,
+        }
+    return out
+
+
+def published_robustness(
+    records: list[dict], root: Path = ROOT, stamps: dict[str, str] | None = None
+) -> tuple[dict[str, dict], dict[str, dict]]:
+    """What the build shows: ``(per-claim robustness, per-chapter sweep state)``.
+
+    The per-chapter state is ``{"state": "current" | "stale" | "none", "entry": ...}``. A claim
+    of a stale chapter reads "sweep stale (...)"; a claim the sweep never saw reads "not swept".
+    """
+    from lib.sphinxext.cache import result_stamps
+
+    scales = {r.get("scale") for r in records}
+    if len(scales) != 1:
+        return {}, {}
+    scale = scales.pop()
+    data = load_published(scale, root)
+    stamps = result_stamps(root, scale) if stamps is None else stamps
+    robust: dict[str, dict] = {}
+    state: dict[str, dict] = {}
+    for ch in sorted({r.get("chapter", "") for r in records}):
+        entry = data["chapters"].get(ch)
+        if entry is None:
+            state[ch] = {"state": "none", "entry": None}
+            continue
+        if entry.get("stamp") != stamps.get(ch):
+            state[ch] = {"state": "stale", "entry": entry}
+            for r in records:
+                if r.get("chapter") == ch:
+                    robust[r["id"]] = {
+                        "text": f"sweep stale (code changed since the sweep of "
+                        f"{entry.get('swept', '?')})",
+                        "n": 0,
+                        "n_pass": 0,
+                        "failing": [],
+                        "stale": True,
+                    }
+            continue
+        state[ch] = {"state": "current", "entry": entry}
+        robust.update(entry_robustness(entry))
+    return robust, state
+
+
 def main(argv=None) -> None:
     from lib.scale import scale_name
     from lib.sphinxext.cache import chapter_notebooks
@@ -271,8 +544,11 @@ def main(argv=None) -> None:
         f"sweep: {len(notebooks)} notebooks x {len(seeds)} seeds at BOOK_SCALE={scale} on "
         f"{scheduler or 'a LocalCluster on this machine'}"
     )
+    from lib.sphinxext.cache import result_stamps
+
+    stamps = result_stamps(ROOT, scale)
     t0 = time.time()
-    results = sweep(notebooks, seeds, scale, scheduler)
+    results = sweep(notebooks, seeds, scale, scheduler, stamps=stamps)
     failed = [(r["notebook"], r["seed"]) for r in results if r["error"]]
     table = robustness_table(scale)
     bad = {cid: r for cid, r in table.items() if r["failing"]}
@@ -289,6 +565,19 @@ def main(argv=None) -> None:
     for cid, r in sorted(bad.items()):
         print(f"  {cid}: {r['text']}")
     print(f"results in {sweep_dir(scale).relative_to(ROOT)}")
+    after = result_stamps(ROOT, scale)
+    swept = sorted({_chapter_of(nb) for nb in notebooks} - {""})
+    changed = [ch for ch in swept if after.get(ch) != stamps.get(ch)]
+    if changed:
+        print(
+            f"not published: the code of chapter(s) {', '.join(changed)} changed during the sweep"
+        )
+    out = publish(scale, [ch for ch in swept if ch not in changed])
+    path = published_path(scale).relative_to(ROOT)
+    if out["published"]:
+        print(f"published chapter(s) {', '.join(out['published'])} to {path} (commit it)")
+    for ch, why in out["skipped"].items():
+        print(f"  chapter {ch} not published: {why}")
 
 
 if __name__ == "__main__":
