@@ -63,6 +63,27 @@ class ClaimsStatus(ClaimsLedger):
     node_class = status_placeholder
 
 
+class claim_reference(nodes.Inline, nodes.TextElement):
+    """``{claim}`07/x/y``: replaced by a link to the claim's row in its chapter's table."""
+
+
+def claim_role(name, rawtext, text, lineno, inliner, options=None, content=None):
+    """The role ``{claim}`NN/where/what``: a link to the claim's row (its anchor) in the claims
+    table of chapter ``NN``'s overview page. An id no record carries is a build warning."""
+    cid = text.strip()
+    if not re.fullmatch(r"\d\d/[A-Za-z0-9_.\-/]+", cid):
+        msg = inliner.reporter.error(f"claim role: not a claim id: {cid!r}", line=lineno)
+        return [inliner.problematic(rawtext, rawtext, msg)], [msg]
+    node = claim_reference(rawtext, cid)
+    node["claim_id"] = cid
+    return [node], []
+
+
+def claim_anchor(claim_id: str) -> str:
+    """The HTML id of a claim's row: ``claim-`` and the id with ``/`` as ``-``."""
+    return "claim-" + re.sub(r"[^A-Za-z0-9_.\-]", "-", claim_id)
+
+
 class findings_placeholder(nodes.General, nodes.Element):
     """Replaced by the findings (claims with a ``finding`` note) in ``doctree-resolved``."""
 
@@ -182,7 +203,8 @@ def _rows_html(app, fromdocname, recs, robust, with_chapter) -> str:
             cells.insert(3, _esc(rec.get("chapter", "")))
         search = " ".join([rec["id"], rec.get("statement", ""), note, verdict, kind]).lower()
         out.append(
-            f'<tr data-verdict="{_esc(verdict)}" data-kind="{_esc(kind)}" '
+            f'<tr id="{_esc(claim_anchor(rec["id"]))}" '
+            f'data-verdict="{_esc(verdict)}" data-kind="{_esc(kind)}" '
             f'data-search="{_esc(search)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
         )
     out.append("</tbody></table></div>")
@@ -283,41 +305,58 @@ def _filter_html(fromdocname) -> str:
     )
 
 
-def _sweep_note(recs, robust) -> str:
-    """Above the tables: which claims fail at some swept seed (or that nothing was swept)."""
+def _sweep_note(recs, robust, sweep_state=None) -> str:
+    """Above the tables: which claims fail at some swept seed, and which chapters have no
+    current sweep (none, or one of older code)."""
     ids = {r["id"] for r in recs}
-    swept = {cid: r for cid, r in robust.items() if cid in ids}
-    if not swept:
+    chapters = sorted({r.get("chapter", "") for r in recs})
+    sweep_state = sweep_state or {}
+    stale = [ch for ch in chapters if sweep_state.get(ch, {}).get("state") == "stale"]
+    none = [ch for ch in chapters if sweep_state.get(ch, {}).get("state", "none") == "none"]
+    swept = {cid: r for cid, r in robust.items() if cid in ids and not r.get("stale")}
+    parts = []
+    if not swept and not stale:
         return (
-            '<p class="ledger-sweep">Seeds column: no seed sweep for this scale in this build '
-            "tree (<code>make sweep SEEDS=0-9</code> runs one), so every row says "
+            '<p class="ledger-sweep">Seeds column: no published seed sweep for this scale '
+            "(<code>make sweep SEEDS=0-9</code> runs one and writes "
+            "<code>book/_data/sweep-&lt;scale&gt;.json</code>), so every row says "
             "“not swept”.</p>"
         )
     failing = sorted(cid for cid, r in swept.items() if r["failing"])
-    n = max(r["n"] for r in swept.values())
-    if not failing:
-        return (
-            f'<p class="ledger-sweep">Seeds column: every swept claim holds at every swept seed '
-            f"(up to {n} seeds).</p>"
-        )
-    items = "".join(f"<li><code>{_esc(c)}</code>: {_esc(swept[c]['text'])}</li>" for c in failing)
-    return (
-        f'<div class="ledger-sweep ledger-sweep-fail"><p>Claims that fail at some swept seed '
-        f"({len(failing)}):</p><ul>{items}</ul></div>"
-    )
+    if swept:
+        n = max(r["n"] for r in swept.values())
+        if failing:
+            items = "".join(
+                f"<li><code>{_esc(c)}</code>: {_esc(swept[c]['text'])}</li>" for c in failing
+            )
+            parts.append(
+                f'<div class="ledger-sweep ledger-sweep-fail"><p>Claims that fail at some '
+                f"swept seed ({len(failing)}):</p><ul>{items}</ul></div>"
+            )
+        else:
+            parts.append(
+                f'<p class="ledger-sweep">Seeds column: every swept claim holds at every swept '
+                f"seed (up to {n} seeds; <code>make sweep</code>, published in "
+                f"<code>book/_data</code>).</p>"
+            )
+    if stale or none:
+        what = []
+        if stale:
+            what.append("chapter(s) " + ", ".join(stale) + " changed since their sweep")
+        if none:
+            what.append("chapter(s) " + ", ".join(none) + " have no published sweep")
+        parts.append(f'<p class="ledger-sweep ledger-sweep-stale">{_esc("; ".join(what))}.</p>')
+    return "".join(parts)
 
 
-def _robustness(records) -> dict[str, dict]:
-    """The sweep's per-claim seed summary for the scale of ``records`` (empty if not swept)."""
-    from lib.sphinxext.sweep import robustness_table
+def _robustness(records) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The published sweep's per-claim seed summary and each chapter's sweep state."""
+    from lib.sphinxext.sweep import published_robustness
 
-    scales = {r.get("scale") for r in records}
-    if len(scales) != 1:
-        return {}
-    return robustness_table(scales.pop())
+    return published_robustness(records)
 
 
-def ledger_html(app, fromdocname, records, chapter, robust) -> str:
+def ledger_html(app, fromdocname, records, chapter, robust, sweep_state=None) -> str:
     recs = [r for r in records if not chapter or r.get("chapter") == chapter]
     counts = {v: sum(r.get("verdict") == v for r in recs) for v in (PASS, FAIL, NOT_REPRODUCED)}
     scales = sorted({r.get("scale", "?") for r in recs})
@@ -332,7 +371,7 @@ def ledger_html(app, fromdocname, records, chapter, robust) -> str:
         return (
             '<div class="claims-ledger ledger-chapter-table">'
             + summary
-            + _sweep_note(recs, robust)
+            + _sweep_note(recs, robust, sweep_state)
             + _rows_html(app, fromdocname, recs, robust, with_chapter=False)
             + "</div>"
         )
@@ -359,7 +398,7 @@ def ledger_html(app, fromdocname, records, chapter, robust) -> str:
         + summary
         + _figure_svg(by_chapter)
         + _overview_html(app, fromdocname, by_chapter)
-        + _sweep_note(recs, robust)
+        + _sweep_note(recs, robust, sweep_state)
         + _filter_html(fromdocname)
         + "".join(sections)
         + "</div>"
@@ -393,8 +432,32 @@ def findings_html(app, fromdocname, records) -> str:
     return "".join(out)
 
 
+def claim_href(app, fromdocname, claim_id: str) -> str | None:
+    """The link to a claim's row in its chapter's overview table, or None (no such chapter)."""
+    doc = _chapter_titles(app).get(claim_id[:2], (None, None))[0]
+    if doc is None:
+        return None
+    return _href(app, fromdocname, doc) + "#" + claim_anchor(claim_id)
+
+
+def _resolve_claim_refs(app, doctree, fromdocname, records):
+    from sphinx.util import logging
+
+    known = {r["id"] for r in records}
+    log = logging.getLogger(__name__)
+    for node in list(doctree.findall(claim_reference)):
+        cid = node["claim_id"]
+        href = claim_href(app, fromdocname, cid)
+        if records and cid not in known:
+            log.warning(f"claim role: no claim {cid!r} in this build's records", location=node)
+        code = f'<code class="claim-ref-id">{_esc(cid)}</code>'
+        html_text = f'<a class="claim-ref" href="{_esc(href)}">{code}</a>' if href else code
+        node.replace_self(nodes.raw("", html_text, format="html"))
+
+
 def _resolve(app, doctree, fromdocname):
     records = load_records()
+    _resolve_claim_refs(app, doctree, fromdocname, records)
     for node in list(doctree.findall(status_placeholder)):
         chapter = node["chapter"]
         recs = [r for r in records if not chapter or r.get("chapter") == chapter]
@@ -406,7 +469,7 @@ def _resolve(app, doctree, fromdocname):
         node.replace_self(nodes.paragraph(text=text))
     for node in list(doctree.findall(findings_placeholder)):
         node.replace_self(nodes.raw("", findings_html(app, fromdocname, records), format="html"))
-    robust = None
+    robust = sweep_state = None
     for node in list(doctree.findall(ledger_placeholder)):
         chapter = node["chapter"]
         if not [r for r in records if not chapter or r.get("chapter") == chapter]:
@@ -418,8 +481,8 @@ def _resolve(app, doctree, fromdocname):
             )
             continue
         if robust is None:
-            robust = _robustness(records)
-        html_text = ledger_html(app, fromdocname, records, chapter, robust)
+            robust, sweep_state = _robustness(records)
+        html_text = ledger_html(app, fromdocname, records, chapter, robust, sweep_state)
         node.replace_self(nodes.raw("", html_text, format="html"))
 
 
@@ -432,7 +495,7 @@ def _write_downloads(app, exception):
     from pathlib import Path
 
     records = load_records()
-    robust = _robustness(records) if records else {}
+    robust = _robustness(records)[0] if records else {}
     static = Path(app.outdir) / "_static"
     static.mkdir(exist_ok=True)
     rows = [dict(r, seeds=robust.get(r["id"], {}).get("text", "not swept")) for r in records]
@@ -448,6 +511,8 @@ def setup(app):
     app.add_node(ledger_placeholder)
     app.add_node(status_placeholder)
     app.add_node(findings_placeholder)
+    app.add_node(claim_reference)
+    app.add_role("claim", claim_role)
     app.add_directive("claims-ledger", ClaimsLedger)
     app.add_directive("claims-status", ClaimsStatus)
     app.add_directive("claims-findings", ClaimsFindings)

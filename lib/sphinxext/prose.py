@@ -1,11 +1,21 @@
-"""Computed prose: a summary page may not type a number that a run produced.
+"""Computed prose: a summary page may not type a number that a claim measured.
 
 Numbers in a chapter's summary and overview pages that come from a run change with
-``BOOK_SEED`` and go stale when typed by hand; they must be inserted with ``myst_nb.glue``.
-:func:`typed_run_numbers` finds the typed ones mechanically: a number written in the page's
-prose or math (not inside a glue role, a code cell or inline code) that equals, at the
-precision it is written with, a value measured by one of the chapter's claims in this build.
-``check-build`` (:mod:`lib.sphinxext.cache`) fails on any.
+``BOOK_SEED`` (and, in the last digits, from one machine to another); they must be inserted
+with ``myst_nb.glue``. :func:`typed_run_numbers` finds typed copies mechanically, and only
+where the page itself *attributes* the number to a claim, so that a typed parameter or
+threshold that happens to equal some measurement is never flagged:
+
+* a sentence attributes to a claim when it names it: the role ``{claim}`NN/where/what``
+  (a link to the claim's row) or the id in inline code, ```NN/where/what```;
+* in such a sentence, a number written in the prose or math (not inside a glue role, a code
+  cell or inline code) is a typed copy when it equals, at the precision it is written with,
+  a value that a claim named in that sentence measured in this build, and is not one of the
+  numbers of that claim's criterion (a threshold is typed on purpose).
+
+Whether a number is flagged therefore depends on what the page says, not on which numbers a
+run happens to produce elsewhere in the chapter. ``check-build`` (:mod:`lib.sphinxext.cache`)
+fails on any typed copy.
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ def _typed_numbers(prose: str):
         yield m.group(0), value, decimals, exp is not None
 
 
-def _measured_values(rec: dict) -> list[float]:
+def measured_values(rec: dict) -> list[float]:
     m = rec.get("measured")
     if isinstance(m, dict):
         vals = [m.get("min"), m.get("max")]
@@ -84,19 +94,47 @@ def allowed_numbers(text: str) -> set[str]:
     return out
 
 
+_CLAIM_ROLE = re.compile(r"\{claim\}`([^`]+)`")
+_CLAIM_CODE = re.compile(r"`(\d\d/[A-Za-z0-9_.\-]+(?:/[A-Za-z0-9_.\-]+)*)`")
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[A-Z(*\[{$\\])|\n\s*\n|\n\s*(?:[-*+]|\d+\.)\s")
+_FENCES = re.compile(r"(```|~~~|:::).*?\1", re.S)
+_FRONT = re.compile(r"^---\n.*?\n---\n", re.S)
+
+
+def sentences(text: str) -> list[str]:
+    """The prose of a page cut into sentences and list items (code, front matter and
+    directives' bodies removed first)."""
+    text = _FRONT.sub(" ", text)
+    text = _FENCES.sub("\n\n", text)
+    return [u for u in _SENTENCE_END.split(text) if u and u.strip()]
+
+
+def _criterion_numbers(rec: dict) -> list[float]:
+    return [v for _, v, _, _ in _typed_numbers(str(rec.get("criterion", "")))]
+
+
 def typed_run_numbers(text: str, records: list[dict]) -> list[tuple[str, str]]:
-    """``(typed number, claim id)`` for every number in ``text`` a claim of ``records`` measured."""
+    """``(typed number, claim id)`` for every number in ``text`` that a sentence attributes to a
+    claim of ``records`` and that this claim measured."""
+    by_id = {rec["id"]: rec for rec in records}
     found = []
     allowed = allowed_numbers(text)
-    prose = prose_of(_ALLOW.sub(" ", text))
-    values = [(rec["id"], v) for rec in records for v in _measured_values(rec)]
-    for typed, value, decimals, sci in _typed_numbers(prose):
-        if typed in allowed:
+    for unit in sentences(_ALLOW.sub(" ", text)):
+        named = [c for c in _CLAIM_ROLE.findall(unit) if c.strip() in by_id]
+        named += [c for c in _CLAIM_CODE.findall(unit) if c in by_id]
+        if not named:
             continue
-        for cid, v in values:
-            if _matches(value, decimals, sci, v):
-                found.append((typed, cid))
-                break
+        prose = prose_of(_CLAIM_ROLE.sub(" ", unit))
+        for typed, value, decimals, sci in _typed_numbers(prose):
+            if typed in allowed:
+                continue
+            for cid in dict.fromkeys(c.strip() for c in named):
+                rec = by_id[cid]
+                if any(abs(value - t) <= 1e-12 * max(1.0, abs(t)) for t in _criterion_numbers(rec)):
+                    continue  # the claim's own threshold, typed on purpose
+                if any(_matches(value, decimals, sci, v) for v in measured_values(rec)):
+                    found.append((typed, cid))
+                    break
     return found
 
 
