@@ -81,6 +81,26 @@ if _nbval is not None:
         if len(nbfile._book_outputs) == n_code:
             _save_executed(nbfile, n_code)
 
+    def _kernel_usage(nbfile) -> dict:
+        """CPU seconds and peak resident memory of the notebook's kernel so far (Linux
+        ``/proc``; empty where unavailable). CPU time is the budget's "one core" measure and,
+        unlike wall time, hardly depends on what else the machine runs."""
+        import os
+
+        try:
+            pid = nbfile.kernel.km.provisioner.process.pid
+            stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks = os.sysconf("SC_CLK_TCK")
+            cpu = (int(stat[11]) + int(stat[12])) / ticks  # utime + stime
+            hwm = next(
+                int(line.split()[1])
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                if line.startswith("VmHWM:")
+            )
+        except (AttributeError, OSError, StopIteration, ValueError, IndexError):
+            return {}
+        return {"cpu_seconds": round(cpu, 2), "peak_rss_gib": round(hwm / 2**20, 3)}
+
     def _save_executed(nbfile, n_code):
         import copy
 
@@ -104,6 +124,7 @@ if _nbval is not None:
             "seconds": round(nbfile._book_seconds, 3),
             "finished": time.time(),
             "by": "nbval",
+            **_kernel_usage(nbfile),
         }
         rel = Path(nbfile.path).resolve().relative_to(ROOT)
         out = executed_dir(ROOT) / rel.with_suffix(".ipynb")

@@ -12,7 +12,11 @@ and marks what is over. It then prints the wall time of every phase of the last 
 (install, lint, unit tests, nbval, Binder, build, browser), which the Makefile records in
 ``_build/gate-times.json``, against the gate's budget.
 
-The results go to ``_build/bench/budget.json``; the book's status page shows them.
+The results go to ``book/_data/budget-quick.json`` (committed, so that the published status
+page shows an idle measurement): each notebook's median, CPU time, peak memory, the 1-minute
+load average before its runs (a bench is meant to run on an idle machine; it says so when
+the load was above ``--max-load``) and its chapter's result stamp, by which the status page
+marks a row stale once the chapter's code changes.
 
 Usage::
 
@@ -48,7 +52,7 @@ ONE_CORE = {
     "NUMEXPR_NUM_THREADS": "1",
     "BOOK_SCALE": "quick",
 }
-OUT = ROOT / "_build" / "bench" / "budget.json"
+OUT = ROOT / "book" / "_data" / "budget-quick.json"
 GATE_TIMES = ROOT / "_build" / "gate-times.json"
 
 
@@ -84,6 +88,7 @@ def run_one(path: Path) -> dict:
 
 def measure(path: Path, repeats: int) -> dict:
     runs = []
+    load_before = os.getloadavg()[0]
     for _ in range(repeats):
         with tempfile.TemporaryDirectory() as ledger:
             env = dict(os.environ, **ONE_CORE, BOOK_LEDGER_DIR=ledger)
@@ -111,6 +116,7 @@ def measure(path: Path, repeats: int) -> dict:
         "cpu_s": statistics.median(r["cpu_s"] for r in runs),
         "peak_rss_gib": max(r["peak_rss_gib"] for r in runs),
         "runs_s": [round(r["wall_s"], 2) for r in runs],
+        "load_before": round(load_before, 2),
         "error": next((r["error"] for r in runs if r["error"]), None),
     }
 
@@ -159,6 +165,9 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=3, help="runs per notebook (median)")
     ap.add_argument("--chapters", default="", help="comma-separated chapter numbers")
     ap.add_argument("--notebooks", nargs="*", default=None, help="notebook paths")
+    ap.add_argument(
+        "--max-load", type=float, default=0.5, help="warn when the load before a run is higher"
+    )
     ap.add_argument("--run-one", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.run_one:
@@ -176,26 +185,42 @@ def main(argv=None) -> None:
             if not wanted or ch in wanted
             for nb in nbs
         ]
+    from lib.sphinxext.cache import result_stamps
+    from lib.sphinxext.sweep import git_output, machine_description
+
+    stamps = result_stamps(ROOT, "quick")
     results = []
     for path in paths:
         r = measure(path, args.repeats)
+        r["stamp"] = stamps.get(Path(r["notebook"]).parts[1][:2], "")
         results.append(r)
-        print(f"  {r['notebook']}: {r['wall_s']:.1f} s {r['runs_s']}", flush=True)
+        load = r["load_before"]
+        busy = f" (NOT IDLE: load {load:.2f})" if load > args.max_load else ""
+        print(f"  {r['notebook']}: {r['wall_s']:.1f} s {r['runs_s']}{busy}", flush=True)
     OUT.parent.mkdir(parents=True, exist_ok=True)
     merged = {}
     if OUT.exists():
         merged = {r["notebook"]: r for r in json.loads(OUT.read_text()).get("notebooks", [])}
     merged.update({r["notebook"]: r for r in results})
+    for r in merged.values():
+        r["wall_s"], r["cpu_s"] = round(r["wall_s"], 2), round(r["cpu_s"], 2)
+        r["peak_rss_gib"] = round(r["peak_rss_gib"], 3)
     OUT.write_text(
         json.dumps(
             {
                 "repeats": args.repeats,
-                "recorded": time.strftime("%Y-%m-%d %H:%M"),
+                "recorded": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+                "commit": git_output(ROOT, "rev-parse", "--short=10", "HEAD"),
+                "machine": machine_description(),
                 "notebooks": sorted(merged.values(), key=lambda r: r["notebook"]),
             },
             indent=1,
         )
+        + "\n"
     )
+    loads = [r["load_before"] for r in results]
+    if loads and max(loads) > args.max_load:
+        print(f"\nwarning: the machine was not idle (load up to {max(loads):.2f}); rerun idle")
     print()
     print("\n".join(report(results)))
     print()

@@ -125,11 +125,37 @@ def _dedupe_inline_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = kept
 
 
+def _commit() -> str:
+    """The commit the book was built from, with a note when the tree has uncommitted changes."""
+    import subprocess
+
+    from lib.records import ROOT
+
+    def git(*args):
+        return subprocess.run(
+            ["git", *args], cwd=ROOT, capture_output=True, text=True, check=True, timeout=20
+        ).stdout.strip()
+
+    try:
+        commit = git("log", "-1", "--format=%h (%cs)")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return commit + (" with uncommitted changes" if dirty else "")
+
+
 def environment_rows() -> list[tuple[str, str]]:
     """(name, value) rows describing the build environment."""
+    import time
+
     from lib import scale, seed
 
-    rows = [("Python", platform.python_version()), ("platform", platform.platform(terse=True))]
+    rows = [
+        ("built", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())),
+        ("commit", _commit()),
+        ("Python", platform.python_version()),
+        ("platform", platform.platform(terse=True)),
+    ]
     for pkg in PACKAGES:
         try:
             rows.append((pkg, md.version(pkg)))
