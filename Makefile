@@ -9,7 +9,7 @@ STAMP  := $(VENV)/.installed
 JOBS   ?= 2
 JB     := $(VENV)/bin/jupyter-book build . --all -W -n --keep-going
 
-.PHONY: book test lint bench sweep chapter venv chromium clean
+.PHONY: book test lint bench sweep chapter venv chromium clean portability
 .DEFAULT_GOAL := book
 
 # $(call timed,PHASE,COMMAND): run COMMAND; when it succeeds, record its wall time as PHASE in
@@ -74,7 +74,8 @@ test: $(STAMP) chromium
 	@$(PY) -m lib.sphinxext.gate show
 
 # The time budget, measured: every notebook alone on one core (median of BENCH_REPEATS runs)
-# and its peak memory, each chapter's total, and the phases of the last `make test`.
+# and its peak memory, each chapter's total, and the phases of the last `make test`. Run it on
+# an idle machine; it writes book/_data/budget-quick.json (commit it: the status page shows it).
 BENCH_REPEATS ?= 3
 bench: $(STAMP)
 	$(PY) benchmarks/budget.py --repeats $(BENCH_REPEATS) $(if $(CHAPTERS),--chapters $(CHAPTERS))
@@ -87,9 +88,17 @@ chapter: $(STAMP)
 # Claims across seeds, on Dask (outside the gate): every (notebook, seed) pair is one task.
 # SEEDS=0-9 (a range or a list), CHAPTERS=01,07 (default: all), BOOK_SCALE as usual;
 # BOOK_DASK_SCHEDULER=tcp://host:8786 uses that cluster instead of a LocalCluster here.
+# Publishes each fully swept chapter to book/_data/sweep-<scale>.json (commit it: the ledger's
+# seeds column reads it, keyed by each chapter's result stamp).
 SEEDS ?= 0-9
 sweep: $(STAMP)
 	$(PY) -m lib.sphinxext.sweep --seeds $(SEEDS) $(if $(CHAPTERS),--chapters $(CHAPTERS))
+
+# Which claims measure bit-identical values on another CPU: every notebook at BOOK_SEED=0
+# with other instruction sets forced (torch scalar kernels, numpy without AVX2, SSE BLAS),
+# compared with the records of the last `make test` (outside the gate).
+portability: $(STAMP)
+	$(PY) benchmarks/portability.py $(if $(CHAPTERS),--chapters $(CHAPTERS))
 
 clean:
 	rm -rf _build
