@@ -140,9 +140,60 @@ def test_min_norm_interpolator_interpolates():
 
 
 def test_snr_formula_limits():
-    assert bl.snr_min_norm(50, 10**9, 2.0) == pytest.approx(4 * np.sqrt(50 / 1e9), rel=1e-6)
-    assert bl.snr_min_norm(50, 10, 1e4) == pytest.approx(1e4, rel=1e-3)
-    assert np.allclose(bl.snr_min_norm(4, 16, [0.0, 2.0]), [0.0, np.sqrt(4 * 16 / 32)])
+    # class-mean rule: weak regime n||mu||^4/p, strong regime -> ||mu||
+    assert bl.snr_class_mean(50, 10**9, 2.0) == pytest.approx(4 * np.sqrt(50 / 1e9), rel=1e-6)
+    assert bl.snr_class_mean(50, 10, 1e4) == pytest.approx(1e4, rel=1e-3)
+    assert np.allclose(bl.snr_class_mean(4, 16, [0.0, 2.0]), [0.0, np.sqrt(4 * 16 / 32)])
+    # min-norm interpolator: the weak regime agrees with the class-mean rule ...
+    assert bl.snr_min_norm(50, 10**9, 2.0) == pytest.approx(4 * np.sqrt(50 / 1e9), rel=1e-5)
+    # ... but in the strong regime the deficit grows like n||mu||^2/(q + n), q = p - n - 2
+    n, p, mu = 20, 400, 1e3
+    q = p - n - 2
+    deficit = mu**2 - bl.snr_min_norm(n, p, mu) ** 2
+    assert deficit == pytest.approx(n * mu**2 / (q + n) + q / n, rel=1e-3)
+    # at the regime boundary n||mu||^2 = p (p >> n) both give SNR^2 ~ ||mu||^2 / 2
+    for f in (bl.snr_class_mean, bl.snr_min_norm):
+        assert f(10, 10**6, np.sqrt(1e5)) ** 2 == pytest.approx(1e5 / 2, rel=1e-3)
+    # broadcasting over p and mu
+    P, MU = np.array([100, 400]), np.array([1.0, 3.0])
+    assert np.allclose(
+        bl.snr_min_norm(10, P, MU), [bl.snr_min_norm(10, 100, 1.0), bl.snr_min_norm(10, 400, 3.0)]
+    )
+
+
+def test_snr_min_norm_matches_simulation():
+    # median SNR of the min-norm interpolator over 300 draws within 4 SDs of the median
+    g = gen(21)
+    n, p, mu = 20, 400, 3.0
+    s = np.array(
+        [
+            bl.snr(
+                bl.min_norm_interpolator(*bl.sample_mixture(n, p, mu, g)[:2]), bl.mean_vector(p, mu)
+            )
+            for _ in range(300)
+        ]
+    )
+    sd_median = 1.2533 * s.std(ddof=1) / np.sqrt(len(s))
+    assert abs(np.median(s) - bl.snr_min_norm(n, p, mu)) < 4 * sd_median
+    # and the class-mean formula is rejected by the same test
+    assert abs(np.median(s) - bl.snr_class_mean(n, p, mu)) > 4 * sd_median
+
+
+def test_mean_vector_and_log_error_ratio():
+    mu = bl.mean_vector(4, 3.0)
+    assert np.allclose(mu, [3.0, 0, 0, 0])
+    w = np.array([1.0, 0.5, 0.0, 0.0])
+    expected = np.log(bl.gaussian_error(w, mu) / erfc_half(3.0))
+    assert bl.log_error_ratio(w, mu) == pytest.approx(expected, rel=1e-9)
+    assert bl.log_error_ratio(mu, mu) == pytest.approx(0.0, abs=1e-12)  # the Bayes rule
+    # far in the tail, where both errors underflow a ratio, the log-ratio stays finite
+    far = bl.mean_vector(4, 40.0)
+    assert np.isfinite(bl.log_error_ratio(w, far)) and bl.log_error_ratio(w, far) > 100
+
+
+def erfc_half(m):
+    """Phi(-m) from math.erf, independent of scipy."""
+    return 0.5 * (1 + erf(-m / np.sqrt(2)))
 
 
 def test_gaussian_error_matches_monte_carlo():
@@ -176,6 +227,86 @@ def test_same_sign_neurons_differ_after_first_step():
     run = bl.train_gd(X, y, 10, 0.1, bl.default_step(X, 0.1), 200, 1e-8, g)
     Wp = run["W"][bl.second_layer(10) > 0]
     assert np.linalg.norm(Wp - Wp.mean(0)) / np.linalg.norm(Wp) > 0.01
+
+
+def _direct_gd(X, y, m, gamma, alpha, steps, W0, normalized=False):
+    """GD written directly from loss_and_grad, the reference for the kernel form."""
+    W = W0.copy()
+    for _ in range(steps):
+        loss, G = bl.loss_and_grad(W, X, y, gamma)
+        W = W - alpha * (G / loss if normalized else G)
+    return W
+
+
+@pytest.mark.parametrize("normalized", [False, True])
+def test_kernel_form_gd_equals_direct_gd(normalized):
+    # a large random start, so that activation patterns change along the way
+    g = gen(14)
+    X, y, _ = bl.sample_mixture(7, 9, 1.0, g)
+    W0 = 0.5 * g.standard_normal((4, 9))
+    run = bl.train_gd(X, y, 4, 0.2, 0.05, 30, None, None, [0, 10, 30], W0=W0, normalized=normalized)
+    for t, W in zip([0, 10, 30], run["W_ckpt"]):
+        assert np.allclose(
+            W, _direct_gd(X, y, 4, 0.2, 0.05, t, W0, normalized), rtol=1e-10, atol=1e-12
+        )
+    assert np.allclose(run["W"], run["W_ckpt"][-1])
+    losses = [bl.loss_and_grad(W, X, y, 0.2)[0] for W in run["W_ckpt"]]
+    assert np.allclose(run["loss"], losses) and np.allclose(run["log_loss"], np.log(losses))
+
+
+def test_batched_gd_equals_one_instance_at_a_time():
+    g = gen(15)
+    sets = [bl.sample_mixture(6, 12, 4.0, g)[:2] for _ in range(3)]
+    X, y = np.array([s[0] for s in sets]), np.array([s[1] for s in sets])
+    W0 = 1e-3 * g.standard_normal((3, 4, 12))
+    alpha = np.array([bl.default_step(x, 0.1) for x in X])
+    run = bl.train_gd(X, y, 4, 0.1, alpha, 40, None, None, [1, 40], W0=W0)
+    assert run["W"].shape == (3, 4, 12) and run["W_ckpt"].shape == (3, 2, 4, 12)
+    assert run["first_all_active"].shape == (3,) and run["stayed_active"].dtype == bool
+    for b in range(3):
+        one = bl.train_gd(X[b], y[b], 4, 0.1, alpha[b], 40, None, None, [1, 40], W0=W0[b])
+        assert np.allclose(one["W_ckpt"], run["W_ckpt"][b], rtol=1e-12, atol=1e-15)
+        assert one["first_all_active"] == run["first_all_active"][b]
+        assert one["stayed_active"] == run["stayed_active"][b]
+    # the random initialisation draws W0 for the whole batch at once
+    r1 = bl.train_gd(X, y, 4, 0.1, alpha, 2, 1e-8, gen(3))
+    r2 = bl.train_gd(X, y, 4, 0.1, alpha, 2, 1e-8, gen(3))
+    assert np.array_equal(r1["W"], r2["W"])
+
+
+def test_normalised_gd_reaches_the_limit_and_identifies_rho():
+    # positively correlated data: one constant step activates everything, normalised steps
+    # (which keep the pattern frozen) converge in direction to W* of prop-10-limit-qp
+    g = gen(16)
+    X, y, _ = bl.sample_mixture(10, 30, 8.0, g)
+    gamma, m = 0.2, 6
+    alpha = bl.default_step(X, gamma)
+    W1 = bl.train_gd(X, y, m, gamma, alpha, 1, 1e-8, g)["W"]
+    run = bl.train_gd(
+        X, y, m, gamma, 16 * alpha, 2048, None, None, [1024, 2048], W0=W1, normalized=True
+    )
+    assert run["stayed_active"] and run["first_all_active"] == 0
+    W_star = bl.limit_weights(X, y, gamma, m)
+    d = [1 - bl.direction_cosine(W, W_star) for W in run["W_ckpt"]]
+    assert d[1] < 1e-5 and d[1] / d[0] < 0.5
+    v = bl.decision_normal(run["W"])
+    gap = {
+        r: 1 - bl.direction_cosine(v, bl.limit_direction(X, y, gamma, rho=r)[1])
+        for r in (0.02, bl.discount(gamma), 1.0)
+    }
+    assert gap[bl.discount(gamma)] < min(gap[0.02], gap[1.0]) / 10
+
+
+def test_discount_and_rho_argument():
+    assert bl.discount(0.1) == pytest.approx(0.2 / 1.01)
+    assert bl.discount(0.5) == pytest.approx(0.8)
+    g = gen(17)
+    X, y, _ = bl.sample_mixture(8, 14, 3.0, g)
+    lam, normal = bl.limit_direction(X, y, 0.3)
+    lam2, normal2 = bl.limit_direction(X, y, 0.3, rho=bl.discount(0.3))
+    assert np.allclose(lam, lam2) and np.allclose(normal, normal2)
+    _, n_svm = bl.limit_direction(X, y, 0.3, rho=1.0)
+    assert bl.direction_cosine(n_svm, bl.linear_svm(X, y)) == pytest.approx(1.0, abs=1e-10)
 
 
 def test_network_error_is_matches_linear_rule_for_equal_neurons():
@@ -242,6 +373,51 @@ def test_snr_and_default_step():
         ),
         (lambda: bl.min_norm_interpolator(np.ones((4, 2)), [1, -1, 1, -1]), ValueError, "X"),
         (lambda: bl.snr_min_norm(0, 10, 1.0), ValueError, "n"),
+        (lambda: bl.snr_min_norm(5, 7, 1.0), ValueError, "p"),
+        (lambda: bl.snr_class_mean(5, 0, 1.0), ValueError, "p"),
+        (lambda: bl.snr_class_mean(5, 10.5, 1.0), ValueError, "p"),
+        (lambda: bl.snr_class_mean(5, 10, -1.0), ValueError, "mu_norm"),
+        (lambda: bl.mean_vector(0, 1.0), ValueError, "p"),
+        (lambda: bl.limit_direction(np.eye(2), [1, -1], 0.1, rho=0.0), ValueError, "rho"),
+        (lambda: bl.limit_direction(np.eye(2), [1, -1], 0.1, rho=1.5), ValueError, "rho"),
+        (lambda: bl.log_error_ratio(np.zeros(2), np.ones(2)), ValueError, "w"),
+        (
+            lambda: bl.train_gd(np.ones(3), [1, -1, 1], 2, 0.1, 0.1, 1, 0.1, gen()),
+            ValueError,
+            "X",
+        ),
+        (
+            lambda: bl.train_gd(np.ones((2, 2)), [1, -1], 2, 0.1, 0.1, 1, 0.1, None),
+            TypeError,
+            "rng",
+        ),
+        (
+            lambda: bl.train_gd(
+                np.ones((2, 2)), [1, -1], 2, 0.1, 0.1, 1, None, None, W0=np.ones(2)
+            ),
+            ValueError,
+            "W0",
+        ),
+        (
+            lambda: bl.train_gd(np.eye(2), [1, -1], 4, 0.1, 0.1, 1, None, None, W0=np.ones((2, 2))),
+            ValueError,
+            "W0",
+        ),
+        (
+            lambda: bl.train_gd(np.eye(2), [1, -1], 2, 0.1, [0.1, 0.2], 1, 0.1, gen()),
+            ValueError,
+            "alpha",
+        ),
+        (
+            lambda: bl.train_gd(np.ones((2, 2, 2)), np.ones((2, 3)), 2, 0.1, 0.1, 1, 0.1, gen()),
+            ValueError,
+            "y",
+        ),
+        (
+            lambda: bl.train_gd(np.eye(2), [1, -1], 2, 0.1, 0.1, 1, 0.1, gen(), normalized=1),
+            TypeError,
+            "normalized",
+        ),
         (lambda: bl.linear_svm(np.ones((4, 2)), [1, -1, 1, -1]), ValueError, "X"),
         (lambda: bl.direction_cosine(np.ones(2), np.ones(3)), ValueError, "W1"),
         (lambda: bl.snr(np.zeros(2), np.ones(2)), ValueError, "w"),

@@ -43,14 +43,18 @@ __all__ = [
     "activation_margins",
     "normalized_margin",
     "direction_cosine",
+    "discount",
     "limit_direction",
     "limit_weights",
     "linear_svm",
     "min_norm_interpolator",
+    "snr_class_mean",
     "snr_min_norm",
+    "mean_vector",
     "snr",
     "default_step",
     "gaussian_error",
+    "log_error_ratio",
     "network_error",
     "network_error_is",
     "decision_normal",
@@ -207,6 +211,45 @@ def direction_cosine(W1, W2) -> float:
     return float(np.sum(W1 * W2) / (np.linalg.norm(W1) * np.linalg.norm(W2)))
 
 
+def _batch(X, y, W0):
+    """Validate (X, y[, W0]) with or without a leading instance axis; return 3-d/2-d arrays."""
+    X = real_array(X, "X")
+    if X.ndim not in (2, 3):
+        raise ValueError(f"X must have shape (n, p) or (B, n, p), got {X.shape}")
+    batched = X.ndim == 3
+    Xb = X if batched else X[None]
+    y = real_array(y, "y", shape=Xb.shape[:2] if batched else (X.shape[0],))
+    yb = y if batched else y[None]
+    if not np.all(np.abs(yb) == 1):
+        raise ValueError("y must have entries +1 or -1")
+    if W0 is not None:
+        W0 = real_array(W0, "W0", ndim=3 if batched else 2)
+        W0 = W0 if batched else W0[None]
+        if W0.shape[0] != Xb.shape[0] or W0.shape[2] != Xb.shape[2]:
+            raise ValueError(f"W0 must have shape (m, p) per instance, got {W0.shape}")
+    return Xb, yb, W0, batched
+
+
+def _gd_step(Z, K, y, a, gamma, alpha, normalized):
+    r"""One GD step in kernel form, for a batch of instances.
+
+    With :math:`W_t=W_0+C_tX` the pre-activations are :math:`Z_t=XW_t^\top=Z_0+KC_t^\top`,
+    :math:`K=XX^\top`, and eq. ``eq-10-gd`` is :math:`C_{t+1}=C_t+\alpha D_t^\top` with
+    :math:`(D_t)_{ij}=\frac1n\ell_iy_ia_j\phi'(Z_{ij})` (minus the gradient in :math:`Z`), so
+    :math:`Z_{t+1}=Z_t+\alpha KD_t`. ``normalized`` divides the gradient by :math:`L(W_t)`
+    (so :math:`\ell_i/n` becomes the softmax weight :math:`\ell_i/\sum_k\ell_k`).
+    Shapes: Z (B, n, m), K (B, n, n), y (B, n), a (m,). Returns (Z_next, D, margins, log L).
+    """
+    margins = y * (np.maximum(Z, gamma * Z) @ a)  # y_i f(x_i; W_t), shape (B, n)
+    top = np.max(-margins, axis=1, keepdims=True)
+    ell = np.exp(-margins - top)  # e^{-y_i f_i}, scaled by e^{-top} to avoid overflow
+    total = ell.sum(axis=1, keepdims=True)
+    log_loss = (np.log(total) + top)[:, 0] - np.log(y.shape[1])  # log L(W_t)
+    weight = ell / total if normalized else ell * np.exp(top) / y.shape[1]
+    D = (weight * y)[:, :, None] * np.where(Z > 0, 1.0, gamma) * a
+    return Z + alpha * (K @ D), D, margins, log_loss
+
+
 def train_gd(
     X,
     y,
@@ -214,61 +257,106 @@ def train_gd(
     gamma: float,
     alpha: float,
     steps: int,
-    init_scale: float,
-    rng: np.random.Generator,
+    init_scale: float | None,
+    rng: np.random.Generator | None,
     checkpoints=(),
+    *,
+    W0=None,
+    normalized: bool = False,
 ) -> dict:
     r"""Full-batch gradient descent :math:`W_{t+1}=W_t-\alpha\nabla L(W_t)` on the first layer
-    (eq. ``eq-10-gd``).
+    (eq. ``eq-10-gd``), vectorised over a batch of independent instances.
 
-    :math:`W_0` has i.i.d. :math:`N(0,\sigma_0^2)` entries, :math:`\sigma_0=` ``init_scale``.
+    :math:`W_0` has i.i.d. :math:`N(0,\sigma_0^2)` entries, :math:`\sigma_0=` ``init_scale``,
+    unless ``W0`` is given (then ``init_scale`` and ``rng`` are ignored and may be None).
+    The iterates are computed exactly in kernel form, :math:`W_t=W_0+C_tX` (see
+    :func:`_gd_step`), so a step costs :math:`O(n^2m)` whatever :math:`p`.
+    ``normalized=True`` runs normalised GD, :math:`W_{t+1}=W_t-\alpha\nabla L(W_t)/L(W_t)`
+    (gradient descent on :math:`\log L`), which reaches the same limit direction as GD once the
+    activation pattern is frozen, but at a rate close to :math:`1/t` instead of :math:`1/\log t`.
 
     Parameters
     ----------
-    X : ndarray (n, p); y : ndarray (n,) labels :math:`\pm1`.
-    m : int, even; gamma : float in (0, 1); alpha : float > 0, the step :math:`\alpha`.
+    X : ndarray (n, p) or (B, n, p); y : ndarray (n,) or (B, n), labels :math:`\pm1`.
+    m : int, even; gamma : float in (0, 1).
+    alpha : float > 0, the step :math:`\alpha`, or ndarray (B,), one step per instance.
     steps : int, the number :math:`T` of steps; checkpoints : iterable of ints in [0, T].
+    W0 : ndarray (m, p) or (B, m, p), optional starting point.
 
     Returns
     -------
-    dict with ``W`` (final, (m, p)), ``W_ckpt`` ((k, m, p) at the sorted checkpoints),
-    ``ckpt`` (the steps), ``loss`` ((k,) loss at the checkpoints), ``first_all_active`` (first
-    step at which every neuron is activated, -1 if never), ``stayed_active`` (True if every
-    neuron stayed activated at every step after that one).
+    dict with ``W`` (final, ([B,] m, p)), ``W_ckpt`` (([B,] k, m, p) at the sorted
+    checkpoints), ``ckpt`` (the steps, (k,)), ``loss`` and ``log_loss`` (([B,] k), :math:`L`
+    and :math:`\log L` at the checkpoints), ``first_all_active`` (first step at which every
+    neuron is activated, -1 if never; int or (B,)), ``stayed_active`` (True if every neuron
+    stayed activated at every step after that one; bool or (B,)). Without a batch axis in
+    ``X`` the outputs have none either.
     Book: :prf:ref:`thm-10-directional` in book/10-benign-overfitting-leaky-relu/convergence.md.
     """
-    X, y = _data(X, y)
+    Xb, yb, W0, batched = _batch(X, y, W0)
     m, gamma = _width(m), _gamma(gamma)
-    alpha, init_scale = positive(alpha, "alpha"), real(init_scale, "init_scale", lo=0.0)
     steps = nonnegative_int(steps, "steps")
-    rng = check_generator(rng)
+    if not isinstance(normalized, (bool, np.bool_)):
+        raise TypeError(f"normalized must be a bool, got {type(normalized).__name__}")
     ckpt = sorted({nonnegative_int(int(c), "checkpoints") for c in checkpoints})
     if ckpt and ckpt[-1] > steps:
         raise ValueError(f"checkpoints must lie in [0, steps={steps}], got {ckpt[-1]}")
+    B, n, p = Xb.shape
+    if np.ndim(alpha) == 0:
+        alpha = positive(alpha, "alpha")
+    else:
+        alpha = real_array(alpha, "alpha", shape=(B,))
+        if not (batched and np.all(alpha > 0)):
+            raise ValueError("alpha must be > 0 (one step per instance needs a batch axis in X)")
+        alpha = alpha[:, None, None]
+    if W0 is None:
+        init_scale = real(init_scale, "init_scale", lo=0.0)
+        rng = check_generator(rng)
+        W0 = init_scale * rng.standard_normal((B, m, p))
+    elif W0.shape[1] != m:
+        raise ValueError(f"W0 must have m={m} rows per instance, got {W0.shape[1]}")
     a = second_layer(m)
-    sign = y[:, None] * a[None, :]  # activated when sign * Z > 0
-    W = init_scale * rng.standard_normal((m, X.shape[1]))
-    W_ckpt, loss_ckpt, first, stayed = [], [], -1, True
+    K = Xb @ Xb.transpose(0, 2, 1)  # (B, n, n)
+    Z = Xb @ W0.transpose(0, 2, 1)  # (B, n, m) pre-activations
+    sign = yb[:, :, None] * a  # neuron j activated at x_i when sign * Z > 0
+    Ct = np.zeros((B, n, m))  # C_t transposed: W_t = W_0 + C_t X
+    C_ckpt, logl_ckpt = [], []
+    first = np.full(B, -1)
+    stayed = np.ones(B, dtype=bool)
     for t in range(steps + 1):
-        loss, G, Z = _loss_and_grad(W, X, y, gamma, a)
-        active = bool(np.all(sign * Z > 0))
-        if first < 0 and active:
-            first = t
-        elif first >= 0 and not active:
-            stayed = False
+        active = np.all(sign * Z > 0, axis=(1, 2))
+        stayed &= active | (first < 0)
+        first = np.where((first < 0) & active, t, first)
+        if t == steps and t not in ckpt:
+            break
+        Z_next, D, _, log_loss = _gd_step(Z, K, yb, a, gamma, alpha, normalized)
         if t in ckpt:
-            W_ckpt.append(W.copy())
-            loss_ckpt.append(loss)
+            C_ckpt.append(Ct.copy())
+            logl_ckpt.append(log_loss)
         if t < steps:
-            W = W - alpha * G  # the GD step
-    return dict(
+            Z, Ct = Z_next, Ct + alpha * D  # the GD step, W_{t+1} = W_t + alpha D^T X
+    W = W0 + Ct.transpose(0, 2, 1) @ Xb
+    k = len(ckpt)
+    if k:
+        Cs = np.stack(C_ckpt, axis=1)  # (B, k, n, m)
+        W_ckpt = W0[:, None] + Cs.transpose(0, 1, 3, 2) @ Xb[:, None]
+        log_loss = np.stack(logl_ckpt, axis=1)
+    else:
+        W_ckpt, log_loss = np.zeros((B, 0, m, p)), np.zeros((B, 0))
+    out = dict(
         W=W,
-        W_ckpt=np.array(W_ckpt).reshape(len(ckpt), m, X.shape[1]),
+        W_ckpt=W_ckpt,
         ckpt=np.array(ckpt, dtype=int),
-        loss=np.array(loss_ckpt),
+        loss=np.exp(log_loss),
+        log_loss=log_loss,
         first_all_active=first,
-        stayed_active=stayed and first >= 0,
+        stayed_active=stayed & (first >= 0),
     )
+    if not batched:
+        out = {key: (v if key == "ckpt" else v[0]) for key, v in out.items()}
+        out["first_all_active"] = int(out["first_all_active"])
+        out["stayed_active"] = bool(out["stayed_active"])
+    return out
 
 
 # --------------------------------------------------------------------------- limit directions
@@ -290,12 +378,21 @@ def _nnls_qp(Q) -> np.ndarray:
     return lam
 
 
-def limit_direction(X, y, gamma: float):
+def discount(gamma: float) -> float:
+    r"""The cross-class discount :math:`\rho=2\gamma/(1+\gamma^2)` of eq. ``eq-10-qp``.
+
+    Book: :prf:ref:`prop-10-limit-qp` in book/10-benign-overfitting-leaky-relu/convergence.md."""
+    gamma = _gamma(gamma)
+    return 2 * gamma / (1 + gamma**2)
+
+
+def limit_direction(X, y, gamma: float, *, rho: float | None = None):
     r"""The limit direction of GD once every neuron is activated (our derivation).
 
     Solves the dual of eq. ``eq-10-qp``: :math:`Q_{ik}=y_iy_k\langle x_i,x_k\rangle` for
-    :math:`y_i=y_k` and :math:`\rho\,y_iy_k\langle x_i,x_k\rangle` otherwise,
-    :math:`\rho=2\gamma/(1+\gamma^2)`. Requires linearly independent rows of X.
+    :math:`y_i=y_k` and :math:`\rho\,y_iy_k\langle x_i,x_k\rangle` otherwise, with
+    :math:`\rho=` :func:`discount` :math:`(\gamma)` unless ``rho`` in (0, 1] is given (to test
+    other discounts against GD). Requires linearly independent rows of X.
 
     Returns
     -------
@@ -307,7 +404,7 @@ def limit_direction(X, y, gamma: float):
     X, y = _data(X, y)
     _independent_rows(X)
     gamma = _gamma(gamma)
-    rho = 2 * gamma / (1 + gamma**2)
+    rho = discount(gamma) if rho is None else real(rho, "rho", lo=0.0, hi=1.0, lo_open=True)
     same = np.equal.outer(y, y)
     Q = np.outer(y, y) * (X @ X.T) * np.where(same, 1.0, rho)
     lam = _nnls_qp(Q)
@@ -352,15 +449,56 @@ def min_norm_interpolator(X, y) -> np.ndarray:
     return X.T @ linalg.solve(X @ X.T, y, assume_a="pos")
 
 
-def snr_min_norm(n: int, p: int, mu_norm) -> np.ndarray:
-    r"""Our leading-order signal-to-noise ratio of the min-norm interpolator on clean isotropic
-    Gaussian mixtures, :math:`\mathrm{SNR}^2=n\|\mu\|^4/(p+n\|\mu\|^2)` (eq. ``eq-10-snr``).
-    Vectorised over ``mu_norm``. Book: :prf:ref:`prop-10-snr`."""
-    n, p = positive_int(n, "n"), positive_int(p, "p")
+def _mu_norms(mu_norm):
     mu = real_array(mu_norm, "mu_norm")
     if np.any(mu < 0):
         raise ValueError("mu_norm must be >= 0")
+    return mu
+
+
+def _dims(p, lo: int) -> np.ndarray:
+    """Dimensions ``p`` (an int or an array of ints, broadcast with ``mu_norm``), each > lo."""
+    if isinstance(p, bool):
+        raise TypeError("p must be an integer or an array of integers, got bool")
+    arr = real_array(p, "p")
+    if np.any(arr != np.round(arr)) or np.any(arr <= lo):
+        raise ValueError(f"p must be integers > {lo}, got {p}")
+    return arr
+
+
+def snr_class_mean(n: int, p, mu_norm) -> np.ndarray:
+    r"""Leading-order signal-to-noise ratio of the class-mean rule :math:`w=\sum_iy_ix_i` on clean
+    isotropic Gaussian mixtures, :math:`\mathrm{SNR}^2=n\|\mu\|^4/(p+n\|\mu\|^2)`
+    (eq. ``eq-10-snr-cm``). Vectorised over ``p`` and ``mu_norm`` (broadcast).
+    Book: :prf:ref:`prop-10-snr` in book/10-benign-overfitting-leaky-relu/phase_transition.md."""
+    n = positive_int(n, "n")
+    p, mu = _dims(p, 0), _mu_norms(mu_norm)
     return np.sqrt(n * mu**4 / (p + n * mu**2))
+
+
+def snr_min_norm(n: int, p, mu_norm) -> np.ndarray:
+    r"""Our signal-to-noise ratio of the min-norm interpolator on clean isotropic Gaussian
+    mixtures (eq. ``eq-10-snr-mn``):
+
+    .. math::
+        \mathrm{SNR}^2=\frac{nq\|\mu\|^4}{(q+n)(q+n+n\|\mu\|^2)},\qquad q=p-n-2,
+
+    from :math:`w=a\hat\mu+w_\perp`, where :math:`w_\perp` must also fit the noise along
+    :math:`\hat\mu` (so an interpolator is never the class-mean rule in the strong regime), and
+    :math:`\mathbb E(Z_\perp Z_\perp^\top)^{-1}=I/q` (inverse Wishart). Requires
+    :math:`p>n+2`. Vectorised over ``p`` and ``mu_norm`` (broadcast).
+    Book: :prf:ref:`prop-10-snr`."""
+    n = positive_int(n, "n")
+    p, mu = _dims(p, n + 2), _mu_norms(mu_norm)
+    q = p - n - 2
+    return np.sqrt(n * q * mu**4 / ((q + n) * (q + n + n * mu**2)))
+
+
+def mean_vector(p: int, mu_norm: float) -> np.ndarray:
+    r"""The class mean :math:`\mu=\|\mu\|e_1` of :func:`sample_mixture`, shape (p,)."""
+    mu = np.zeros(positive_int(p, "p"))
+    mu[0] = real(mu_norm, "mu_norm", lo=0.0)
+    return mu
 
 
 def default_step(X, gamma: float) -> float:
@@ -397,6 +535,14 @@ def gaussian_error(w, mu) -> float:
     r"""Exact clean test error :math:`\Pr(y\langle w,x\rangle<0)=\Phi(-\mathrm{SNR}(w))`
     of the linear classifier ``w`` when :math:`z\sim N(0,I_p)`. Book: eq. ``eq-10-gauss-error``."""
     return float(stats.norm.cdf(-snr(w, mu)))
+
+
+def log_error_ratio(w, mu) -> float:
+    r""":math:`\log\big(\Phi(-\mathrm{SNR}(w))/\Phi(-\|\mu\|)\big)`, the log of the ratio of the
+    linear rule's clean Gaussian test error to the Bayes error, computed with log-CDFs (exact
+    far in the tail, where both errors underflow a ratio). Book: eq. ``eq-10-gauss-error``."""
+    mu_arr = real_array(mu, "mu", ndim=1)
+    return float(stats.norm.logcdf(-snr(w, mu_arr)) - stats.norm.logcdf(-np.linalg.norm(mu_arr)))
 
 
 def network_error(W, gamma: float, mu_norm: float, n_test: int, rng: np.random.Generator) -> float:
