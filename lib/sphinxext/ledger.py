@@ -349,11 +349,15 @@ def _sweep_note(recs, robust, sweep_state=None) -> str:
     return "".join(parts)
 
 
-def _robustness(records) -> tuple[dict[str, dict], dict[str, dict]]:
-    """The published sweep's per-claim seed summary and each chapter's sweep state."""
+def _robustness(app, records) -> tuple[dict[str, dict], dict[str, dict]]:
+    """The published sweep's per-claim seed summary and each chapter's sweep state (computed
+    once per build: the result stamps hash every notebook's code)."""
     from lib.sphinxext.sweep import published_robustness
 
-    return published_robustness(records)
+    cached = getattr(app, "_book_robustness", None)
+    if cached is None:
+        cached = app._book_robustness = published_robustness(records)
+    return cached
 
 
 def ledger_html(app, fromdocname, records, chapter, robust, sweep_state=None) -> str:
@@ -481,7 +485,7 @@ def _resolve(app, doctree, fromdocname):
             )
             continue
         if robust is None:
-            robust, sweep_state = _robustness(records)
+            robust, sweep_state = _robustness(app, records)
         html_text = ledger_html(app, fromdocname, records, chapter, robust, sweep_state)
         node.replace_self(nodes.raw("", html_text, format="html"))
 
@@ -495,7 +499,7 @@ def _write_downloads(app, exception):
     from pathlib import Path
 
     records = load_records()
-    robust = _robustness(records)[0] if records else {}
+    robust = _robustness(app, records)[0] if records else {}
     static = Path(app.outdir) / "_static"
     static.mkdir(exist_ok=True)
     rows = [dict(r, seeds=robust.get(r["id"], {}).get("text", "not swept")) for r in records]
