@@ -88,11 +88,13 @@ chapter: $(STAMP)
 # Claims across seeds, on Dask (outside the gate): every (notebook, seed) pair is one task.
 # SEEDS=0-9 (a range or a list), CHAPTERS=01,07 (default: all), BOOK_SCALE as usual;
 # BOOK_DASK_SCHEDULER=tcp://host:8786 uses that cluster instead of a LocalCluster here.
-# Publishes each fully swept chapter to book/_data/sweep-<scale>.json (commit it: the ledger's
+# Resumable: a (notebook, seed) pair already run cleanly at the same code is skipped (FORCE=1
+# reruns everything). Publishes each fully swept chapter to book/_data/sweep-<scale>.json (commit it: the ledger's
 # seeds column reads it, keyed by each chapter's result stamp).
 SEEDS ?= 0-9
 sweep: $(STAMP)
-	$(PY) -m lib.sphinxext.sweep --seeds $(SEEDS) $(if $(CHAPTERS),--chapters $(CHAPTERS))
+	$(PY) -m lib.sphinxext.sweep --seeds $(SEEDS) $(if $(CHAPTERS),--chapters $(CHAPTERS)) \
+	  $(if $(FORCE),--force)
 
 # Which claims measure bit-identical values on another CPU: every notebook at BOOK_SEED=0
 # with other instruction sets forced (torch scalar kernels, numpy without AVX2, SSE BLAS),

@@ -149,6 +149,10 @@ def write_result(result: dict, root: Path = ROOT) -> None:
         (folder / f"seed-{result['seed']}.json").write_text(json.dumps(rec, indent=1))
 
 
+def _done(run: dict | None, stamp: str | None) -> bool:
+    return bool(run and stamp and run.get("stamp") == stamp and not run.get("error"))
+
+
 def sweep(
     notebooks: list[Path],
     seeds: list[int],
@@ -158,12 +162,24 @@ def sweep(
     client=None,
     progress: bool = True,
     stamps: dict[str, str] | None = None,
+    skip_done: bool = False,
 ) -> list[dict]:
     """Run every (notebook, seed) pair as one Dask task; write and return the results."""
     from distributed import as_completed
 
-    tasks = [(str(nb), s) for nb in notebooks for s in seeds]
     stamps = stamps or {}
+    tasks = [(str(nb), s) for nb in notebooks for s in seeds]
+    if skip_done:  # resume: a clean run of the same code at the same seed is not repeated
+        runs = load_runs(scale, root)
+        tasks = [
+            (nb, s)
+            for nb, s in tasks
+            if not _done(runs.get(_book_relative(Path(nb)), {}).get(s), stamps.get(_chapter_of(nb)))
+        ]
+        if progress:
+            print(f"{len(notebooks) * len(seeds) - len(tasks)} runs already done at this code")
+    if not tasks:
+        return []
     own = client is None
     if own:
         client = _client(scheduler, len(tasks))
@@ -526,6 +542,9 @@ def main(argv=None) -> None:
     ap.add_argument("--seeds", default="0-9")
     ap.add_argument("--chapters", default="", help="comma-separated chapter numbers")
     ap.add_argument("--notebooks", nargs="*", default=None)
+    ap.add_argument(
+        "--force", action="store_true", help="rerun (notebook, seed) pairs already run cleanly"
+    )
     args = ap.parse_args(argv)
     seeds = parse_seeds(args.seeds)
     if args.notebooks:
@@ -548,7 +567,7 @@ def main(argv=None) -> None:
 
     stamps = result_stamps(ROOT, scale)
     t0 = time.time()
-    results = sweep(notebooks, seeds, scale, scheduler, stamps=stamps)
+    results = sweep(notebooks, seeds, scale, scheduler, stamps=stamps, skip_done=not args.force)
     failed = [(r["notebook"], r["seed"]) for r in results if r["error"]]
     table = robustness_table(scale)
     bad = {cid: r for cid, r in table.items() if r["failing"]}
