@@ -64,6 +64,19 @@ def test_attack_flips_and_shrunk_attack_does_not(seed, K, d):
     assert j != i
 
 
+def test_pairwise_rows_match_the_full_matrix():
+    g = gen(2)
+    X, W, b = g.standard_normal((9, 6)), g.standard_normal((6, 9)), g.standard_normal(6)
+    full = af.pairwise_linear_robustness(W, X, b)
+    part = af.pairwise_linear_robustness(W, X, b, rows=[4, 0])
+    assert part.shape == (2, 6)
+    assert np.allclose(part, full[[4, 0]])
+    with pytest.raises(ValueError, match="rows"):
+        af.pairwise_linear_robustness(W, X, rows=[6])
+    with pytest.raises(ValueError, match="rows"):
+        af.pairwise_linear_robustness(W, X, rows=[0.5])
+
+
 def test_pairwise_sign_conventions():
     g = gen(1)
     X = g.standard_normal((12, 5))
@@ -256,6 +269,107 @@ def test_train_mlp_rejects_bad_labels():
         af.train_mlp(net, np.ones((2, 3)), np.array([0.0, 1.0]), 1, 0.1)
 
 
+# --------------------------------------------------------------------------- Theorem 5
+def test_thm5_phi_is_distance_to_span_over_norm_and_batches():
+    g = gen(13)
+    A = g.standard_normal((3, 6, 6))
+    phi = af.thm5_phi(A)
+    assert phi.shape == (3,)
+    for r in range(3):
+        expect = af.dist_to_span(A[r], 5) / np.linalg.norm(A[r][:, -1])
+        assert phi[r] == pytest.approx(expect, rel=1e-10)
+        assert af.thm5_phi(A[r]) == pytest.approx(expect, rel=1e-10)
+
+
+def test_thm5_cosines_at_the_interpolant_and_the_matched_filter():
+    A = gen(14).standard_normal((7, 7))
+    phi, cos1, cos2 = af.thm5_cosines(A, np.linalg.inv(A)[-1])
+    assert cos1 == pytest.approx(phi, rel=1e-10)
+    assert cos2 == pytest.approx(1.0, rel=1e-12)
+    _, cos1, _ = af.thm5_cosines(A, -3.0 * A[:, -1])  # matched filter: no compression
+    assert cos1 == pytest.approx(1.0, rel=1e-12)
+    # the measured ratio is the flip size |v.x| / ||v|| over ||a_d|| at an interpolating point
+    Z = np.array([[1.0, -1, 1, 1, -1, 1, -1]])
+    v = np.linalg.inv(A)[-1]
+    flip = abs((Z @ A.T @ v)[0]) / np.linalg.norm(v)
+    assert flip / np.linalg.norm(A[:, -1]) == pytest.approx(phi, rel=1e-10)
+
+
+def _explicit_linear_net_gd(A, W1, w2, lr, logs):
+    """Autograd GD of x -> w2 . (W1 x) on all 2^d points x = A z, labels z_d, loss 1/2 mean."""
+    import itertools
+
+    import torch
+
+    d = A.shape[0]
+    Z = torch.tensor(list(itertools.product([-1.0, 1.0], repeat=d)), dtype=torch.float64)
+    X, y = Z @ torch.as_tensor(A).T, Z[:, -1]
+    W1, w2 = torch.tensor(W1, requires_grad=True), torch.tensor(w2, requires_grad=True)
+    out = {}
+    for t in range(1, max(logs) + 1):
+        loss = 0.5 * (((X @ W1.T) @ w2 - y) ** 2).mean()
+        g1, g2 = torch.autograd.grad(loss, (W1, w2))
+        with torch.no_grad():
+            W1 -= lr * g1
+            w2 -= lr * g2
+        if t in logs:
+            out[t] = (W1.T @ w2).detach().numpy()
+    return out
+
+
+def test_thm5_linear_net_gd_equals_explicit_network_training():
+    pytest.importorskip("torch")
+    g = gen(15)
+    A_list = [g.standard_normal((4, 4)), g.standard_normal((6, 6))]  # padded together
+    H, steps, scale = 40, 30, 0.7
+    out = af.thm5_linear_net_gd(A_list, H, steps, gen(16), lr_scale=scale, log_steps=(9,))
+    assert sorted(out) == [9, steps]
+    init = gen(16)  # the same draws, in the same order
+    for r, A in enumerate(A_list):
+        d = A.shape[0]
+        W1 = init.uniform(-1 / np.sqrt(d), 1 / np.sqrt(d), (H, d))
+        w2 = init.uniform(-1 / np.sqrt(H), 1 / np.sqrt(H), H)
+        lam = np.linalg.eigvalsh(A @ A.T)[-1]
+        lr = scale / ((w2 @ w2 + np.linalg.eigvalsh(W1.T @ W1)[-1]) * lam)
+        explicit = _explicit_linear_net_gd(A, W1, w2, lr, (9, steps))
+        for t in (9, steps):
+            assert out[t][r].shape == (d,)
+            assert np.allclose(out[t][r], explicit[t], rtol=1e-9, atol=1e-12)
+
+
+def test_thm5_linear_net_gd_reaches_the_interpolant():
+    A = np.linalg.qr(gen(17).standard_normal((5, 5)))[0] @ np.diag([3.0, 2.5, 2.0, 1.5, 1.0])
+    v = af.thm5_linear_net_gd([A], 200, 4000, gen(18))[4000][0]
+    assert np.allclose(v, np.linalg.inv(A)[-1], atol=1e-8)
+    phi, cos1, cos2 = af.thm5_cosines(A, v)
+    assert cos1 == pytest.approx(phi, rel=1e-7)
+    assert cos2 == pytest.approx(1.0, abs=1e-10)
+
+
+# --------------------------------------------------------------------------- FMN
+def test_fmn_on_a_linear_model_is_an_upper_bound_close_to_exact():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("foolbox")
+    g = gen(19)
+    W, b, x = g.standard_normal((5, 8)), g.standard_normal(5), g.standard_normal((4, 8))
+    model = torch.nn.Sequential(torch.nn.Linear(8, 5)).double()
+    with torch.no_grad():
+        model[0].weight.copy_(torch.as_tensor(W))
+        model[0].bias.copy_(torch.as_tensor(b))
+    y = np.argmax(af.linear_scores(W, b, x), axis=1)
+    norms, deltas = af.fmn_min_norm(model, x, y, steps=200, max_stepsize=0.1)
+    exact = np.array([af.linear_robustness(W, b, xi)[0] for xi in x])
+    assert np.all(norms >= exact * (1 - 1e-9))  # verified perturbations cannot beat the exact rho
+    assert np.all(norms <= exact * 1.02)  # the minimum over targets finds the nearest boundary
+    assert np.allclose(np.linalg.norm(deltas, axis=1), norms)
+    for xi, di in zip(x, deltas):
+        assert af.verify_flip(model, xi, di)
+    with pytest.raises(ValueError, match="labels"):
+        af.fmn_min_norm(model, x, y[:2])
+    with pytest.raises(ValueError, match="labels"):
+        af.fmn_min_norm(model, x, y + 5)
+
+
 # --------------------------------------------------------------------------- bad input
 def test_bad_input_names_the_argument():
     g = gen(0)
@@ -285,3 +399,17 @@ def test_bad_input_names_the_argument():
         af.noisy_samples(np.ones((3, 2)), 2, -1.0, g)
     with pytest.raises(TypeError, match="X"):
         af.optimal_robustness("not an array")
+    with pytest.raises(ValueError, match="A"):
+        af.thm5_phi(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="v"):
+        af.thm5_cosines(np.eye(3), np.zeros(3))
+    with pytest.raises(ValueError, match="v"):
+        af.thm5_cosines(np.eye(3), np.ones(4))
+    with pytest.raises(TypeError, match="A_list"):
+        af.thm5_linear_net_gd(np.eye(3), 5, 10, g)
+    with pytest.raises(ValueError, match="lr_scale"):
+        af.thm5_linear_net_gd([np.eye(3)], 5, 10, g, lr_scale=2.0)
+    with pytest.raises(ValueError, match="log_steps"):
+        af.thm5_linear_net_gd([np.eye(3)], 5, 10, g, log_steps=(11,))
+    with pytest.raises(TypeError, match="hidden"):
+        af.thm5_linear_net_gd([np.eye(3)], 5.0, 10, g)

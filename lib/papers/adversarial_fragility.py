@@ -23,7 +23,7 @@ shape ``(K, d)`` (row ``k`` is :math:`w_k`); a batch of inputs has shape ``(n, d
 from __future__ import annotations
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import linalg, optimize, stats
 
 from lib.validate import check_generator, positive, positive_int, real, real_array
 
@@ -42,6 +42,9 @@ __all__ = [
     "projection_ratio_law",
     "chernoff_min_distance",
     "qr_attack",
+    "thm5_phi",
+    "thm5_cosines",
+    "thm5_linear_net_gd",
     "train_linear",
     "gd_mse_spectral",
     "projected_pairwise_robustness",
@@ -50,6 +53,7 @@ __all__ = [
     "mlp_predict",
     "mlp_lipschitz_lower_bound",
     "deepfool",
+    "fmn_min_norm",
     "verify_flip",
     "bisect_norm",
 ]
@@ -143,26 +147,40 @@ def linear_robustness(W, b, x, overshoot: float = 1e-6):
     return float(r[j]), j, delta
 
 
-def pairwise_linear_robustness(W, X, b=None) -> np.ndarray:
+def pairwise_linear_robustness(W, X, b=None, rows=None) -> np.ndarray:
     r"""``R[i, j]`` = distance from :math:`x_i` to the boundary :math:`f_i=f_j`.
 
     :math:`R_{ij}=(f_i(x_i)-f_j(x_i))/\|w_i-w_j\|` (negative when :math:`x_i` is on the wrong
     side), ``inf`` on the diagonal. Its row minimum is :math:`\rho(x_i)` when every
-    prototype is classified correctly. Book: eq. `eq-12-linear` in
+    prototype is classified correctly. ``rows`` (a sequence of prototype indices) returns
+    only those rows, shape ``(len(rows), K)``, at a cost of :math:`O(\text{len(rows)}\,Kd)`
+    instead of :math:`O(K^2d)`. Book: eq. `eq-12-linear` in
     book/12-adversarial-fragility/theory.md.
     """
     W = real_array(W, "W", ndim=2)
     X = _prototypes(X)
     if W.shape != (X.shape[1], X.shape[0]):
         raise ValueError(f"W must have shape (K, d) = {(X.shape[1], X.shape[0])}, got {W.shape}")
-    F = linear_scores(W, b, X.T)  # F[i, k] = f_k(x_i)
-    margin = np.diag(F)[:, None] - F
-    G = W @ W.T
-    sq = np.diag(G)[:, None] + np.diag(G)[None, :] - 2 * G
-    norms = np.sqrt(np.maximum(sq, 0.0))
+    K = X.shape[1]
+    if rows is None:
+        idx = np.arange(K)
+    else:
+        idx = np.asarray(rows)
+        if idx.ndim != 1 or not np.issubdtype(idx.dtype, np.integer) or len(idx) == 0:
+            raise ValueError("rows must be a non-empty 1-d sequence of integers")
+        if idx.min() < 0 or idx.max() >= K:
+            raise ValueError(f"rows must lie in [0, {K}), got {idx.min()}..{idx.max()}")
+    F = linear_scores(W, b, X.T[idx])  # F[a, k] = f_k(x_{idx[a]})
+    margin = F[np.arange(len(idx)), idx][:, None] - F
+    if rows is None:
+        G = W @ W.T
+        sq = np.diag(G)[:, None] + np.diag(G)[None, :] - 2 * G
+        norms = np.sqrt(np.maximum(sq, 0.0))
+    else:
+        norms = np.linalg.norm(W[idx][:, None, :] - W[None], axis=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         R = margin / norms
-    np.fill_diagonal(R, np.inf)
+    R[np.arange(len(idx)), idx] = np.inf
     return R
 
 
@@ -284,12 +302,125 @@ def qr_attack(X):
     d, K = X.shape
     if K != d:
         raise ValueError(f"X must be square (K = d), got shape {X.shape}")
-    Q, R = np.linalg.qr(X)
-    b = np.zeros(d)
-    b[-2] = R[-2, -2] - R[-2, -1]
-    b[-1] = -R[-1, -1]
+    R = np.linalg.qr(X, mode="r")
+    # only the last two columns of Q = X R^{-1} are needed: two triangular solves, O(d^2)
+    Q_last = X @ linalg.solve_triangular(R, np.eye(d)[:, -2:])
+    b = np.array([R[-2, -2] - R[-2, -1], -R[-1, -1]])
     bound = abs(R[-2, -2]) + abs(R[-2, -1]) + abs(R[-1, -1])
-    return Q @ b, float(bound)
+    return Q_last @ b, float(bound)
+
+
+# --------------------------------------------------------------------------- Theorem 5
+def _square_batch(A, name: str = "A") -> np.ndarray:
+    A = real_array(A, name)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 2:
+        raise ValueError(f"{name} must have shape (..., d, d) with d >= 2, got {A.shape}")
+    return A
+
+
+def thm5_phi(A) -> np.ndarray:
+    r"""The paper's predicted ratio :math:`\phi=|R_{dd}|/\|a_d\|` for :math:`A=QR` (Theorem 5).
+
+    ``A``: ``(d, d)`` or a batch ``(..., d, d)``; returns ``(...)``. :math:`|R_{dd}|` is the
+    distance from the last column :math:`a_d` to the span of the others, so for standard
+    Gaussian ``A``, :math:`\phi^2\sim\mathrm{Beta}(\tfrac12,\tfrac{d-1}2)` (eq. ``eq-12-phi``).
+    Book: prf:`thm-12-paper-thm5` in book/12-adversarial-fragility/compression.md.
+    """
+    A = _square_batch(A)
+    R = np.linalg.qr(A, mode="r")
+    return np.abs(R[..., -1, -1]) / np.linalg.norm(A[..., :, -1], axis=-1)
+
+
+def thm5_cosines(A, v):
+    r"""The paper's measured and predicted cosines for a linear probe ``v`` on Theorem 5 data.
+
+    For the end-to-end weight vector :math:`v` of a trained linear network (``(d,)``) and
+    ``A`` (``(d, d)``), returns ``(phi, cos1, cos2)``: :math:`\phi=|R_{dd}|/\|a_d\|`,
+    :math:`|\cos\theta_1|=|v^\top a_d|/(\|v\|\|a_d\|)` (the paper's measured ratio: the flip
+    size :math:`|v^\top a_d|/\|v\|` along :math:`v` over :math:`\|a_d\|`) and
+    :math:`|\cos\theta_2|=|\cos\angle(v,(A^{-1})_{d,:})|` (alignment with the interpolant).
+    At the interpolant :math:`v=(A^{-1})_{d,:}^\top`, ``cos1 == phi`` and ``cos2 == 1``. Book:
+    prf:`thm-12-paper-thm5` in book/12-adversarial-fragility/compression.md.
+    """
+    A = _square_batch(A)
+    if A.ndim != 2:
+        raise ValueError(f"A must have shape (d, d), got {A.shape}")
+    v = real_array(v, "v", shape=(A.shape[0],))
+    nv = np.linalg.norm(v)
+    if nv == 0:
+        raise ValueError("v must not be the zero vector")
+    a = A[:, -1]
+    last = np.linalg.solve(A.T, np.eye(A.shape[0])[-1])  # (A^{-1})_{d,:}
+    cos1 = abs(v @ a) / (nv * np.linalg.norm(a))
+    cos2 = abs(v @ last) / (nv * np.linalg.norm(last))
+    return float(thm5_phi(A)), float(cos1), float(cos2)
+
+
+def thm5_linear_net_gd(A_list, hidden: int, steps: int, rng, lr_scale: float = 1.0, log_steps=()):
+    r"""Full-batch GD of linear networks :math:`x\mapsto w_2^\top W_1x` on Theorem 5 data, exactly.
+
+    Run ``r`` has data :math:`x=A_rz` for all :math:`2^{d_r}` sign vectors :math:`z`, labels
+    :math:`y=z_{d_r}`, hidden width :math:`H` (``hidden``), no biases, PyTorch's default
+    initialisation (:math:`W_1\sim U(\pm1/\sqrt{d})^{H\times d}`, :math:`w_2\sim U(\pm1/\sqrt H)^H`)
+    and the loss :math:`L=\tfrac12\operatorname{mean}_z(w_2^\top W_1Az-z_d)^2`. Because
+    :math:`\operatorname{mean}_z zz^\top=I` and :math:`\operatorname{mean}_z z z_d=e_d`,
+    :math:`L=\tfrac12v^\top\Sigma v-v^\top a_d+\tfrac12` with :math:`v=W_1^\top w_2`,
+    :math:`\Sigma=AA^\top`, and one GD step :math:`W_1\leftarrow W_1-\eta w_2g^\top`,
+    :math:`w_2\leftarrow w_2-\eta W_1g` (:math:`g=\Sigma v-a_d`) acts on
+    :math:`(M,v,s)=(W_1^\top W_1,\,W_1^\top w_2,\,\|w_2\|^2)` as
+
+    .. math::
+        v'=v-\eta(M+sI)g+\eta^2(v^\top g)g,\quad
+        M'=M-\eta(vg^\top+gv^\top)+\eta^2s\,gg^\top,\quad
+        s'=s-2\eta v^\top g+\eta^2g^\top Mg,
+
+    which is the same iteration in :math:`O(d^2)` per step whatever :math:`H`. The step is
+    :math:`\eta_r=` ``lr_scale`` :math:`/((s_0+\lambda_{\max}(M_0))\,\lambda_{\max}(\Sigma))`
+    (half the stability limit of the linearised dynamics for ``lr_scale = 1``). The runs are
+    advanced together (zero-padded to the largest ``d``). ``A_list``: a sequence of square
+    arrays; returns ``{t: [v_r, ...]}`` (the end-to-end vectors, shape ``(d_r,)``) for each ``t``
+    in ``log_steps`` and for ``t = steps``. Book: prf:`prop-12-thm5-gd` in
+    book/12-adversarial-fragility/compression.md.
+    """
+    if isinstance(A_list, np.ndarray) and A_list.ndim == 2:
+        raise TypeError("A_list must be a sequence of square arrays, not one array")
+    A_list = [_square_batch(A, "A_list[]") for A in A_list]
+    if not A_list or any(A.ndim != 2 for A in A_list):
+        raise ValueError("A_list must be a non-empty sequence of (d, d) arrays")
+    hidden = positive_int(hidden, "hidden")
+    steps = positive_int(steps, "steps")
+    rng = check_generator(rng)
+    lr_scale = real(lr_scale, "lr_scale", lo=0.0, lo_open=True, hi=2.0, hi_open=True)
+    log = {positive_int(t, "log_steps") for t in log_steps} | {steps}
+    if max(log) > steps:
+        raise ValueError(f"log_steps must be <= steps={steps}, got {max(log)}")
+    ds = np.array([A.shape[0] for A in A_list])
+    n, D = len(A_list), int(ds.max())
+    Sig, M = np.zeros((n, D, D)), np.zeros((n, D, D))
+    v, a, s = np.zeros((n, D)), np.zeros((n, D)), np.zeros(n)
+    for r, A in enumerate(A_list):
+        d = A.shape[0]
+        W1 = rng.uniform(-1 / np.sqrt(d), 1 / np.sqrt(d), (hidden, d))
+        w2 = rng.uniform(-1 / np.sqrt(hidden), 1 / np.sqrt(hidden), hidden)
+        Sig[r, :d, :d], a[r, :d] = A @ A.T, A[:, -1]
+        M[r, :d, :d], v[r, :d], s[r] = W1.T @ W1, W1.T @ w2, w2 @ w2
+    # padded coordinates have zero Sigma, a, M and v, so their gradient stays zero
+    lr = lr_scale / ((s + np.linalg.eigvalsh(M)[:, -1]) * np.linalg.eigvalsh(Sig)[:, -1])
+    out = {}
+    for t in range(1, steps + 1):
+        g = np.einsum("rij,rj->ri", Sig, v) - a
+        Mg = np.einsum("rij,rj->ri", M, g)
+        vg, gMg = np.sum(v * g, axis=1), np.sum(g * Mg, axis=1)
+        v, M, s = (
+            v - lr[:, None] * (Mg + s[:, None] * g) + (lr**2 * vg)[:, None] * g,
+            M
+            - lr[:, None, None] * (v[:, :, None] * g[:, None, :] + g[:, :, None] * v[:, None, :])
+            + (lr**2 * s)[:, None, None] * g[:, :, None] * g[:, None, :],
+            s - 2 * lr * vg + lr**2 * gMg,
+        )
+        if t in log:
+            out[t] = [v[r, :d].copy() for r, d in enumerate(ds)]
+    return out
 
 
 # --------------------------------------------------------------------------- training
@@ -489,6 +620,53 @@ def deepfool(model, x, overshoot: float = 0.02, max_iter: int = 50) -> np.ndarra
     if _predict(model, x + delta) == label:
         raise RuntimeError("deepfool: final perturbation does not change the label")
     return delta
+
+
+def fmn_min_norm(model, inputs, labels, steps: int = 100, max_stepsize: float = 0.1):
+    r"""Smallest verified :math:`\ell_2` perturbation found by targeted FMN, over all targets.
+
+    Runs foolbox's ``L2FMNAttack`` (fast minimum-norm attack; Pintor et al., 2021) towards
+    every class :math:`j\ne y` at each input (on a float32 copy of ``model``), keeps the
+    smallest successful perturbation per input, and tightens it in the model's own dtype by
+    :func:`bisect_norm` along its direction. ``inputs``: ``(n, d)``; ``labels``: ``(n,)``
+    (the class each input must keep). Returns ``(norms, deltas)`` of shapes ``(n,)`` and
+    ``(n, d)``; every returned norm is a verified upper bound on :math:`\rho(x)` (``inf`` and
+    a zero row where no target was reached).
+    """
+    import copy
+
+    import foolbox
+    import torch
+
+    x = real_array(inputs, "inputs", ndim=2)
+    y = np.asarray(labels)
+    if y.shape != (x.shape[0],) or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"labels must be an integer array of shape ({x.shape[0]},)")
+    steps = positive_int(steps, "steps")
+    max_stepsize = positive(max_stepsize, "max_stepsize")
+    n, d = x.shape
+    K = model[-1].out_features
+    if y.min() < 0 or y.max() >= K:
+        raise ValueError(f"labels must lie in [0, {K}), got {y.min()}..{y.max()}")
+    src = np.repeat(np.arange(n), K - 1)
+    tgt = np.array([j for i in range(n) for j in range(K) if j != y[i]])
+    net32 = copy.deepcopy(model).float().eval()
+    fmodel = foolbox.PyTorchModel(net32, bounds=(-np.inf, np.inf))
+    x32 = torch.as_tensor(x[src], dtype=torch.float32)
+    crit = foolbox.criteria.TargetedMisclassification(torch.as_tensor(tgt))
+    attack = foolbox.attacks.L2FMNAttack(steps=steps, max_stepsize=max_stepsize)
+    _, adv, success = attack(fmodel, x32, crit, epsilons=None)
+    deltas = (adv - x32).double().numpy().reshape(n, K - 1, d)
+    size = np.linalg.norm(deltas, axis=2)
+    size[~success.numpy().reshape(n, K - 1)] = np.inf
+    norms, best = np.full(n, np.inf), np.zeros((n, d))
+    for i in range(n):
+        for k in np.argsort(size[i]):  # smallest first; float32 may miss the flip in float64
+            if np.isfinite(size[i, k]) and verify_flip(model, x[i], deltas[i, k]):
+                norms[i] = bisect_norm(model, x[i], deltas[i, k])
+                best[i] = deltas[i, k] * norms[i] / np.linalg.norm(deltas[i, k])
+                break
+    return norms, best
 
 
 def verify_flip(model, x, delta) -> bool:
