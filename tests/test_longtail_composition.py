@@ -39,6 +39,31 @@ def test_sampler_marginals_within_4_se():
     assert abs(X[X != 0].mean()) < 4 / np.sqrt((X != 0).sum())  # symmetric signs
 
 
+def test_rare_columns_draw_distinct_rows():
+    # 3000 rare columns (p = 0.05) over n = 4 rows: independent row draws would collide in
+    # about a third of the columns with two or more entries; the support must have none
+    p = np.full(3000, 0.05)
+    rows, cols = lc._support(4, p, gen(41))
+    assert np.unique(cols * 4 + rows).size == rows.size
+    assert np.bincount(cols, minlength=3000).max() >= 2
+
+
+def test_rare_columns_are_exact_bernoulli():
+    # rare columns (p <= 0.05) are drawn by count and rows; each entry must be Bern(p_j),
+    # every row equally likely, independent across columns
+    p = np.array([0.5, 0.05, 0.04, 0.01])
+    n, reps = 20, 4000
+    g = gen(40)
+    on = np.stack([lc.sample_longtail(n, p, g) != 0 for _ in range(reps)])  # (reps, n, d)
+    counts = on.sum(axis=1)  # (reps, d): Bin(n, p_j)
+    assert np.all(np.abs(counts.mean(axis=0) - n * p) < 4 * np.sqrt(n * p * (1 - p) / reps))
+    freq = on.mean(axis=0)  # (n, d)
+    assert np.all(np.abs(freq - p) < 4 * np.sqrt(p * (1 - p) / reps))
+    for a, b in ((0, 1), (1, 2)):
+        joint = (on[:, :, a] & on[:, :, b]).mean()
+        assert abs(joint - p[a] * p[b]) < 4 * np.sqrt(p[a] * p[b] / (reps * n))
+
+
 def test_common_cutoff_counts_frequent_features():
     p = np.array([0.5, 0.02, 0.011, 0.009, 0.001])
     assert lc.common_cutoff(p, 1000, c=10) == 3
@@ -72,6 +97,14 @@ def test_gram_route_agrees_with_pinv_on_a_long_tail_design():
     assert np.allclose(lc.min_norm_solution(X, y), np.linalg.pinv(X) @ y, atol=1e-9)
 
 
+def test_min_norm_and_mask_equals_the_two_functions():
+    X = lc.sample_longtail(40, lc.powerlaw_probs(300, 4, 1.5), gen(17))
+    Y = gen(18).standard_normal((40, 3))
+    b, mask = lc.min_norm_and_mask(X, Y)
+    assert np.array_equal(b, lc.min_norm_solution(X, Y))
+    assert np.array_equal(mask, lc.identifiable_mask(X))
+
+
 def test_unseen_features_get_zero():
     X = lc.sample_longtail(30, lc.powerlaw_probs(500, 3, 1.5), gen(8))
     b = lc.min_norm_solution(X, gen(9).standard_normal(30))
@@ -99,6 +132,27 @@ def test_peeled_features_are_identifiable(seed):
     y = X @ np.linspace(1, 2, 400)
     b = lc.min_norm_solution(X, y)
     assert np.allclose(b[peeled], np.linspace(1, 2, 400)[peeled])
+
+
+def _peel_reference(X, k):
+    # the plain definition on all columns: common block if its common-only rows have rank k,
+    # then the single unknown feature of every row with exactly one
+    on = X != 0
+    known = np.zeros(X.shape[1], dtype=bool)
+    if k and np.linalg.matrix_rank(X[~on[:, k:].any(axis=1)][:, :k]) == k:
+        known[:k] = True
+    while True:
+        unknown = on & ~known
+        new = unknown[np.count_nonzero(unknown, axis=1) == 1].any(axis=0)
+        if not new.any():
+            return known
+        known |= new
+
+
+@pytest.mark.parametrize("seed,alpha,k", [(0, 2.0, 6), (1, 1.2, 10), (2, 1.5, 0), (3, 0.8, 40)])
+def test_peeling_matches_the_plain_definition(seed, alpha, k):
+    X = lc.sample_longtail(60, lc.powerlaw_probs(500, 4, alpha), gen(seed))
+    assert np.array_equal(lc.peel_recoverable(X, k), _peel_reference(X, k))
 
 
 def test_peeling_on_a_hand_made_design():
@@ -156,6 +210,16 @@ def test_ood_excess_loss_matches_its_sampler():
     assert abs(r.mean() - exact) < 4 * r.std() / np.sqrt(r.size)
 
 
+def test_sparse_ood_sample_equals_the_dense_one():
+    p = lc.powerlaw_probs(60, 3, 1.5)
+    feats = np.arange(20, 40)
+    dense = lc.ood_sample(500, p, 6, feats, 2, gen(19))
+    sparse = lc.ood_sample(500, p, 6, feats, 2, gen(19), sparse=True)
+    assert sparse.shape == dense.shape and np.array_equal(sparse.toarray(), dense)
+    delta = gen(20).standard_normal((60, 2))
+    assert np.allclose(sparse @ delta, dense @ delta)
+
+
 # --------------------------------------------------------------------------- bad inputs
 @pytest.mark.parametrize(
     "call,exc,word",
@@ -170,6 +234,14 @@ def test_ood_excess_loss_matches_its_sampler():
         (lambda: lc.gd_from_zero(np.ones((3, 4)), np.ones(3), lr=0.0, steps=1), ValueError, "lr"),
         (lambda: lc.peel_recoverable(np.ones((3, 4)), 5), ValueError, "k"),
         (lambda: lc.ood_excess_loss(np.ones(4), np.full(4, 0.1), 1, [2], 2), ValueError, "t"),
+        (lambda: lc.ood_excess_loss(np.ones(4), np.full(4, 0.1), 2, [1, 3], 1), ValueError, "feat"),
+        (lambda: lc.ood_sample(3, np.full(4, 0.1), 1, [2, 2], 1, gen()), ValueError, "feat"),
+        (
+            lambda: lc.ood_sample(3, np.full(4, 0.1), 1, [2, 3], 1, gen(), sparse=1),
+            TypeError,
+            "sparse",
+        ),
+        (lambda: lc.min_norm_and_mask(np.ones((3, 4)), np.ones(3), tol=0.0), ValueError, "tol"),
         (lambda: nets.render_digits(np.array([10]), gen()), ValueError, "labels"),
         (lambda: nets.zipf_digit_probs(-1.0), ValueError, "a"),
     ],

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg
+from scipy.sparse import csr_array
 
 from lib.validate import (
     check_generator,
@@ -42,6 +43,7 @@ __all__ = [
     "common_cutoff",
     "sample_longtail",
     "min_norm_solution",
+    "min_norm_and_mask",
     "gd_from_zero",
     "identifiable_mask",
     "peel_recoverable",
@@ -97,17 +99,50 @@ def common_cutoff(p, n: int, c: float = 10.0) -> int:
     return int(np.count_nonzero(n * p >= c))
 
 
+_DENSE_P = 0.05  # columns with p_i above this are drawn entry by entry, the rest by count
+
+
+def _support(n: int, p: np.ndarray, rng: np.random.Generator):
+    r"""Rows and columns of the non-zero entries of an ``(n, d)`` Bernoulli matrix (column j: p_j).
+
+    Frequent columns (:math:`p_j>0.05`) are drawn entry by entry. A rare column draws its count
+    :math:`c_j\sim\mathrm{Bin}(n,p_j)`, then :math:`c_j` rows uniformly at random, redrawing any row
+    that repeats one already drawn in that column until all are distinct. The procedure treats
+    row labels symmetrically, so the set is uniform among the :math:`c_j`-subsets and the column
+    is i.i.d. :math:`\mathrm{Bern}(p_j)` over the rows, exactly; it costs :math:`O(n\sum_jp_j)`
+    for the rare columns instead of :math:`O(nd)`.
+    """
+    dense = np.flatnonzero(p > _DENSE_P)
+    r_dense, c_dense = np.nonzero(rng.random((n, dense.size)) < p[dense])
+    rare = np.flatnonzero(p <= _DENSE_P)
+    cols = np.repeat(rare, rng.binomial(n, p[rare]))
+    rows = rng.integers(0, n, cols.size)
+    while True:  # redraw repeated (column, row) pairs; each column has c_j <= n draws
+        key = cols.astype(np.int64) * n + rows
+        order = np.argsort(key, kind="stable")
+        again = order[1:][key[order][1:] == key[order][:-1]]
+        if again.size == 0:
+            break
+        rows[again] = rng.integers(0, n, again.size)
+    return np.concatenate([r_dense, rows]), np.concatenate([dense[c_dense], cols])
+
+
 def sample_longtail(n: int, p, rng: np.random.Generator) -> np.ndarray:
     r"""Draw ``n`` rows :math:`x_i=\epsilon_ib_i`, :math:`b_i\sim\mathrm{Bern}(p_i)`, random signs.
 
-    Returns a dense float array of shape ``(n, d)`` with entries in :math:`\{-1,0,1\}`.
+    All :math:`nd` indicators are independent; the draw costs :math:`O(n\sum_ip_i)` for the rare
+    features (see ``_support``). Returns a dense float array of shape ``(n, d)`` with entries
+    in :math:`\{-1,0,1\}`.
+
+    Book: :prf:ref:`def-13-model` in book/13-memorization-composition/theory.md.
     """
     n = positive_int(n, "n")
     p = probabilities(p, "p", ndim=1)
     check_generator(rng)
-    on = rng.random((n, p.size)) < p
-    signs = rng.integers(0, 2, size=(n, p.size), dtype=np.int8) * 2 - 1
-    return np.where(on, signs, 0).astype(float)
+    rows, cols = _support(n, p, rng)
+    X = np.zeros((n, p.size))
+    X[rows, cols] = rng.integers(0, 2, size=rows.size) * 2.0 - 1.0
+    return X
 
 
 _GRAM_FLOOR = 1e-6  # smallest relative singular value the Gram branch can resolve
@@ -167,15 +202,50 @@ def min_norm_solution(X, y, rcond: float = 1e-10) -> np.ndarray:
     Book: :prf:ref:`prop-13-minnorm` in book/13-memorization-composition/theory.md.
     """
     X = _design(X)
-    y = real_array(y, "y")
-    if y.ndim not in (1, 2) or y.shape[0] != X.shape[0]:
-        raise ValueError(f"y must have shape ({X.shape[0]},) or ({X.shape[0]}, q), got {y.shape}")
+    y = _labels(y, X.shape[0])
     rcond = positive(rcond, "rcond")
-    cols, U, s, Vt = _row_space(X, rcond)
-    beta = np.zeros((X.shape[1],) + y.shape[1:])
+    return _solve(_row_space(X, rcond), y, X.shape[1])
+
+
+def _labels(y, n: int) -> np.ndarray:
+    y = real_array(y, "y")
+    if y.ndim not in (1, 2) or y.shape[0] != n:
+        raise ValueError(f"y must have shape ({n},) or ({n}, q), got {y.shape}")
+    return y
+
+
+def _solve(decomposition, y: np.ndarray, d: int) -> np.ndarray:
+    cols, U, s, Vt = decomposition
+    beta = np.zeros((d,) + y.shape[1:])
     # X^+ y = V diag(1/s) U^T y  (eq-13-minnorm)
     beta[cols] = Vt.T @ ((U.T @ y) / (s[:, None] if y.ndim == 2 else s))
     return beta
+
+
+def _mask(decomposition, tol: float, d: int) -> np.ndarray:
+    cols, _, _, Vt = decomposition
+    mask = np.zeros(d, dtype=bool)
+    # diagonal of the projector V V^T onto row(X): P_ii = 1 iff e_i in row(X)
+    mask[cols] = np.abs(np.sum(Vt**2, axis=0) - 1.0) < tol
+    return mask
+
+
+def min_norm_and_mask(X, y, tol: float = 1e-8, rcond: float = 1e-10):
+    r""":func:`min_norm_solution` and :func:`identifiable_mask` from one decomposition of ``X``.
+
+    Returns ``(beta, mask)`` with ``beta`` of shape ``(d,)`` or ``(d, q)`` and ``mask`` a
+    boolean array of shape ``(d,)``; equal to calling the two functions (with the same
+    ``rcond``), at the cost of one.
+
+    Book: :prf:ref:`prop-13-minnorm` and :prf:ref:`thm-13-recovery` in
+    book/13-memorization-composition/theory.md.
+    """
+    X = _design(X)
+    y = _labels(y, X.shape[0])
+    tol = positive(tol, "tol")
+    rcond = positive(rcond, "rcond")
+    decomposition = _row_space(X, rcond)
+    return _solve(decomposition, y, X.shape[1]), _mask(decomposition, tol, X.shape[1])
 
 
 def gd_from_zero(X, y, lr: float, steps: int) -> np.ndarray:
@@ -208,11 +278,7 @@ def identifiable_mask(X, tol: float = 1e-8, rcond: float = 1e-10) -> np.ndarray:
     """
     X = _design(X)
     tol = positive(tol, "tol")
-    cols, _, _, Vt = _row_space(X, positive(rcond, "rcond"))
-    mask = np.zeros(X.shape[1], dtype=bool)
-    # diagonal of the projector V V^T onto row(X)
-    mask[cols] = np.abs(np.sum(Vt**2, axis=0) - 1.0) < tol
-    return mask
+    return _mask(_row_space(X, positive(rcond, "rcond")), tol, X.shape[1])
 
 
 def peel_recoverable(X, k: int) -> np.ndarray:
@@ -229,18 +295,22 @@ def peel_recoverable(X, k: int) -> np.ndarray:
     k = nonnegative_int(k, "k")
     if k > X.shape[1]:
         raise ValueError(f"k must be at most d={X.shape[1]}, got {k}")
-    on = X != 0
-    known = np.zeros(X.shape[1], dtype=bool)
-    common_only = ~np.any(on[:, k:], axis=1)
+    cols = np.flatnonzero(np.any(X != 0, axis=0))  # unseen features are never peeled
+    on = X[:, cols] != 0
+    known = np.zeros(cols.size, dtype=bool)
+    common_only = ~np.any(on[:, cols >= k], axis=1)
     if k > 0 and np.linalg.matrix_rank(X[common_only][:, :k]) == k:
-        known[:k] = True
+        known[cols < k] = True  # rank k: every common column is seen
     while True:
         unknown = on & ~known
         single = np.count_nonzero(unknown, axis=1) == 1
         new = np.any(unknown[single], axis=0)
         if not new.any():
-            return known
+            break
         known |= new
+    out = np.zeros(X.shape[1], dtype=bool)
+    out[cols[known]] = True
+    return out
 
 
 def feature_counts(X) -> np.ndarray:
@@ -256,10 +326,10 @@ def clean_singletons(X, k: int) -> np.ndarray:
     X = _design(X)
     k = nonnegative_int(k, "k")
     on = X[:, k:] != 0
-    once = np.count_nonzero(on, axis=0) == 1
-    row_of = np.argmax(on, axis=0)
+    once = np.flatnonzero(np.count_nonzero(on, axis=0) == 1)
+    row_of = np.argmax(on[:, once], axis=0)
     tail_per_row = np.count_nonzero(on, axis=1)
-    return k + np.flatnonzero(once & (tail_per_row[row_of] == 1))
+    return k + once[tail_per_row[row_of] == 1]
 
 
 def id_loss_exact(beta_hat, beta_star, p) -> np.ndarray:
@@ -323,6 +393,18 @@ def tail_count_probs(p, k: int) -> dict:
     )
 
 
+def _tail_features(features, k: int, d: int) -> np.ndarray:
+    features = np.asarray(features)
+    if features.ndim != 1 or (features.size and features.dtype.kind not in "iu"):
+        raise ValueError("features must be a 1-D array of integer column indices")
+    features = features.astype(int)
+    if features.size and (features.min() < k or features.max() >= d):
+        raise ValueError(f"features must be tail columns in [k, d) = [{k}, {d})")
+    if np.unique(features).size != features.size:
+        raise ValueError("features must be distinct")
+    return features
+
+
 def ood_excess_loss(delta, p, k: int, features, t: int) -> np.ndarray:
     r"""Exact OOD excess loss on :math:`D_{\tilde F}`: usual common part plus ``t`` tail features.
 
@@ -341,33 +423,49 @@ def ood_excess_loss(delta, p, k: int, features, t: int) -> np.ndarray:
         raise ValueError(f"delta must have shape ({p.size},) or ({p.size}, q), got {delta.shape}")
     k = nonnegative_int(k, "k")
     t = nonnegative_int(t, "t")
-    features = np.asarray(features, dtype=int)
+    features = _tail_features(features, k, p.size)
     if t > features.size:
         raise ValueError(f"t must be at most the number of features ({features.size}), got {t}")
     common = np.einsum("i,i...->...", p[:k], delta[:k] ** 2)
     return common + t * np.mean(delta[features] ** 2, axis=0)
 
 
-def ood_sample(n: int, p, k: int, features, t: int, rng: np.random.Generator) -> np.ndarray:
+def ood_sample(
+    n: int, p, k: int, features, t: int, rng: np.random.Generator, *, sparse: bool = False
+):
     r"""Sample ``n`` OOD test points: the usual common part plus ``t`` features from ``features``.
 
     The ``t`` features are distinct, drawn uniformly, with random signs.
 
-    Returns shape ``(n, d)``. With ``t = 2`` and singleton tail features, most pairs never
-    appeared together in training: this is the composition test.
+    Returns shape ``(n, d)``: a dense array, or with ``sparse=True`` a
+    ``scipy.sparse.csr_array`` with the same entries (at most :math:`k+t` per row, so a large
+    test set costs :math:`O(n(k+t))` memory). With ``t = 2`` and singleton tail features, most
+    pairs never appeared together in training: this is the composition test.
+
+    Book: :prf:ref:`prop-13-noisy` in book/13-memorization-composition/theory.md.
     """
     n = positive_int(n, "n")
     p = probabilities(p, "p", ndim=1)
     k = nonnegative_int(k, "k")
     t = nonnegative_int(t, "t")
     check_generator(rng)
-    features = np.asarray(features, dtype=int)
+    features = _tail_features(features, k, p.size)
     if t > features.size:
         raise ValueError(f"t must be at most the number of features ({features.size}), got {t}")
-    X = np.zeros((n, p.size))
-    X[:, :k] = sample_longtail(n, p[:k], rng) if k else 0.0
+    if not isinstance(sparse, bool):
+        raise TypeError(f"sparse must be a bool, got {type(sparse).__name__}")
+    common = sample_longtail(n, p[:k], rng) if k else np.zeros((n, 0))
+    r_c, c_c = np.nonzero(common)
     if t:
         pick = np.argsort(rng.random((n, features.size)), axis=1)[:, :t]
-        rows = np.repeat(np.arange(n), t)
-        X[rows, features[pick].ravel()] = rng.choice([-1.0, 1.0], size=n * t)
+        r_t, c_t = np.repeat(np.arange(n), t), features[pick].ravel()
+        v_t = rng.choice([-1.0, 1.0], size=n * t)
+    else:
+        r_t, c_t, v_t = (np.zeros(0, dtype=int),) * 2 + (np.zeros(0),)
+    rows, cols = np.concatenate([r_c, r_t]), np.concatenate([c_c, c_t])
+    vals = np.concatenate([common[r_c, c_c], v_t])
+    if sparse:
+        return csr_array((vals, (rows, cols)), shape=(n, p.size))
+    X = np.zeros((n, p.size))
+    X[rows, cols] = vals
     return X
