@@ -171,47 +171,157 @@ def test_participation_ratio():
         ss.participation_ratio(np.array([-1.0, 1.0]))
 
 
-def test_count_kinks_hand_built():
+def test_kink_moments_hand_built():
     w = np.array([1.0, 2.0, -1.0, 1.0, 1.0])
     b = np.array([-0.4, -0.8, -0.2, -5.0, 0.1])
     a = np.array([1.0, 0.5, 1.0, 1.0, 1e-6])
-    # units 0 and 1 share the kink 0.4 (one ray), unit 2 has kink -0.2, unit 3 is outside,
-    # unit 4 is negligible
-    assert ss.count_kinks(w, b, a) == 2
-    # location -b/w (sign matters): only the kink at 0.5 lies in (0, 1)
-    assert ss.count_kinks(np.ones(2), np.array([-0.5, 1.5]), np.ones(2), x_range=(0.0, 1.0)) == 1
-    # batched: leading axes are independent networks
-    batch = np.stack([np.stack([w, b, a]), np.stack([w, b, np.zeros_like(a)])])  # (2, 3, H)
-    np.testing.assert_array_equal(ss.count_kinks(batch[:, 0], batch[:, 1], batch[:, 2]), [2, 0])
-
-
-def _count_kinks_loop(w, b, a, merge_tol):
-    jump = np.abs(a * w)
-    if jump.max() == 0:
-        return 0
-    tol = 0.02 * jump.max()
-    keep = (jump > tol) & (w != 0)
-    x, slope = -b[keep] / w[keep], (a * np.abs(w))[keep]
-    inside = (x > -1) & (x < 1)
-    order = np.argsort(x[inside])
-    x, slope = x[inside][order], slope[inside][order]
-    total, last = [], -np.inf
-    for xi, si in zip(x, slope):
-        if xi - last > merge_tol:
-            total.append(0.0)
-        total[-1] += si
-        last = xi
-    return int(np.sum(np.abs(np.array(total)) > tol))
+    # units 0 and 1 share the kink 0.4 (one ray, slope changes 1 and 1), unit 2 has its kink at
+    # -0.2 (slope change 1), unit 3 lies outside, unit 4 (kink -0.1) is negligible
+    m, mean, sd = ss.kink_moments(w, b, a)
+    assert m == pytest.approx(3.0 + 1e-6)
+    assert mean == pytest.approx((2 * 0.4 - 0.2 - 1e-7) / (3 + 1e-6))
+    want_sd = np.sqrt((2 * (0.4 - mean) ** 2 + (-0.2 - mean) ** 2 + 1e-6 * (-0.1 - mean) ** 2) / m)
+    assert sd == pytest.approx(want_sd)
+    # one ray: SD exactly 0 however many units it has
+    m1, mean1, sd1 = ss.kink_moments(np.array([1.0, 3.0]), np.array([-0.3, -0.9]), np.ones(2))
+    assert (m1, mean1, sd1) == pytest.approx((4.0, 0.3, 0.0))
+    # no kink inside: mass 0, mean NaN
+    m0, mean0, _ = ss.kink_moments(np.ones(2), np.array([-5.0, 3.0]), np.ones(2))
+    assert m0 == 0.0 and np.isnan(mean0)
+    # batched over leading axes
+    mb, _, _ = ss.kink_moments(np.stack([w, w]), np.stack([b, b]), np.stack([a, 0 * a]))
+    np.testing.assert_allclose(mb, [3.0 + 1e-6, 0.0])
+    with pytest.raises(ValueError, match="shape"):
+        ss.kink_moments(w, b[:3], a)
+    with pytest.raises(ValueError, match="x_range"):
+        ss.kink_moments(w, b, a, x_range=(1.0, -1.0))
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 10_000), merge_tol=st.sampled_from([0.05, 0.1, 0.3]))
-def test_count_kinks_vectorised_matches_loop(seed, merge_tol):
+@given(seed=st.integers(0, 10_000))
+def test_kink_moments_match_loop(seed):
     g = gen(seed)
     w, b, a = g.standard_normal((3, 4, 6))
-    got = ss.count_kinks(w, b, a, merge_tol=merge_tol)
-    want = [_count_kinks_loop(w[r], b[r], a[r], merge_tol) for r in range(4)]
-    np.testing.assert_array_equal(got, want)
+    m, mean, sd = ss.kink_moments(w, b, a)
+    for r in range(4):
+        c = -b[r] / w[r]
+        keep = (c > -1) & (c < 1)
+        mass = np.abs(a[r] * w[r])[keep]
+        assert m[r] == pytest.approx(mass.sum())
+        if mass.sum() > 0:
+            mu = np.average(c[keep], weights=mass)
+            assert mean[r] == pytest.approx(mu)
+            assert sd[r] == pytest.approx(np.sqrt(np.average((c[keep] - mu) ** 2, weights=mass)))
+
+
+# ------------------------------------------------------------------ linear self-attention
+def _attn_setup(seed=0, P=60, N=6, D=3, H=4, batch=(2,)):
+    g = gen(seed)
+    Z, y = ss.icl_tokens(g, P, N, D)
+    Q, K, V = (0.5 * g.standard_normal((*batch, H, D + 1)) for _ in range(3))
+    return Z, y, Q, K, V
+
+
+def test_attention_forward_matches_token_loop():
+    Z, y, Q, K, V = _attn_setup(batch=())
+    N = Z.shape[1] - 1
+    want = np.zeros(len(Z))
+    for p in range(len(Z)):
+        for h in range(Q.shape[0]):
+            s = sum((K[h] @ Z[p, n]) * (V[h] @ Z[p, n]) for n in range(N + 1)) / N
+            want[p] += (Q[h] @ Z[p, -1]) * s
+    np.testing.assert_allclose(ss.attention_forward(Q, K, V, Z), want, rtol=1e-12)
+
+
+def test_attention_stats_loss_and_gradients():
+    """The sufficient-statistics loss equals the token-level loss; gradients match FD."""
+    Z, y, Q, K, V = _attn_setup()
+    stats = ss.attention_stats(Z, y)
+    L, gQ, gK, gV = ss.attention_loss_grad(stats, Q, K, V)
+    direct = 0.5 * np.mean((y - ss.attention_forward(Q, K, V, Z)) ** 2, -1)
+    np.testing.assert_allclose(L, direct, rtol=1e-10)
+    eps = 1e-6
+    for which, G in enumerate((gQ, gK, gV)):
+        for idx in [(0, 1, 2), (1, 3, 0), (1, 0, 3)]:
+            plus = [A.copy() for A in (Q, K, V)]
+            minus = [A.copy() for A in (Q, K, V)]
+            plus[which][idx] += eps
+            minus[which][idx] -= eps
+            num = (
+                ss.attention_loss_grad(stats, *plus)[0][idx[0]]
+                - ss.attention_loss_grad(stats, *minus)[0][idx[0]]
+            ) / (2 * eps)
+            assert num == pytest.approx(G[idx], rel=1e-5, abs=1e-8)
+
+
+def test_icl_tokens_structure():
+    Z, y = ss.icl_tokens(gen(3), 8, 5, 3)
+    assert Z.shape == (8, 6, 4) and y.shape == (8,)
+    assert np.all(Z[:, -1, -1] == 0)
+    # antithetic halves: same inputs, opposite labels
+    np.testing.assert_array_equal(Z[:4, :, :-1], Z[4:, :, :-1])
+    np.testing.assert_allclose(Z[:4, :, -1], -Z[4:, :, -1])
+    np.testing.assert_allclose(y[:4], -y[4:])
+    # labels are one linear map of the inputs per sequence
+    w = np.linalg.lstsq(Z[0, :-1, :-1], Z[0, :-1, -1], rcond=None)[0]
+    assert y[0] == pytest.approx(Z[0, -1, :-1] @ w)
+    with pytest.raises(ValueError, match="P"):
+        ss.icl_tokens(gen(), 7, 5, 3)
+    with pytest.raises(ValueError, match="eigenvalues"):
+        ss.icl_tokens(gen(), 8, 5, 3, eigenvalues=[1.0, -1.0, 1.0])
+
+
+def test_attention_plateaus_match_monte_carlo():
+    """eq-09-attn-loss: the training loss of Gamma = c* P_k approaches L_k for many sequences."""
+    D, N = 3, 5
+    Z, y = ss.icl_tokens(gen(4), 200_000, N, D)
+    c, Lk = ss.attention_plateaus(D, N)
+    assert c == pytest.approx(N / (N + 1 + D))
+    Sxy = np.einsum("pnd,pn->pd", Z[:, :-1, :-1], Z[:, :-1, -1]) / N
+    for k in range(D + 1):
+        ell = 0.5 * (y - c * np.sum(Z[:, -1, :k] * Sxy[:, :k], 1)) ** 2
+        assert abs(ell.mean() - Lk[k]) < 5 * ell.std() / np.sqrt(ell.size)
+    # the same heads in the model: one head per learned axis, balanced at c*^(1/3)
+    H, a = 2, c ** (1 / 3)
+    Q, K, V = np.zeros((3, H, D + 1))
+    for h in range(H):
+        Q[h, h] = K[h, h] = V[h, -1] = a
+    L = ss.attention_loss_grad(ss.attention_stats(Z, y), Q, K, V)[0]
+    ell = 0.5 * (y - c * np.sum(Z[:, -1, :H] * Sxy[:, :H], 1)) ** 2
+    assert L == pytest.approx(ell.mean(), rel=1e-10)
+    np.testing.assert_allclose(ss.regression_matrix(Q, K, V), c * np.diag([1, 1, 0]), atol=1e-12)
+    np.testing.assert_allclose(ss.head_sizes(Q, K, V), [c, c])
+
+
+def test_attention_init_and_training_shapes():
+    Z, y = ss.icl_tokens(gen(5), 40, 6, 3)
+    stats = ss.attention_stats(Z, y)
+    Q, K, V = ss.attention_init(gen(6), (2, 3), 4, 3, 0.01)
+    assert Q.shape == (2, 3, 4, 4)
+    assert np.all(K[..., -1] == 0) and np.all(V[..., :-1] == 0)
+    h = ss.train_attention(stats, Q, K, V, lr=0.05, steps=20, log_every=10)
+    assert h["t"].tolist() == [0.0, 0.5, 1.0]
+    assert h["loss"].shape == (2, 3, 3) and h["Q"].shape == (3, 2, 3, 4, 4)
+    assert np.all(np.diff(h["loss"], axis=-1) <= 0)
+    with pytest.raises(ValueError, match="sigma0"):
+        ss.attention_init(gen(), (1,), 2, 3, -1.0)
+    with pytest.raises(ValueError, match="Q, K and V"):
+        ss.train_attention(stats, Q[..., :3], K, V, lr=0.05, steps=2)
+    with pytest.raises(ValueError, match="Z"):
+        ss.attention_stats(Z[:, :1], y)
+
+
+def test_three_point_exponent_exact_laws():
+    s = np.array([0.01, 0.02, 0.04])
+    assert ss.three_point_exponent(s, 3.0 / s + 7.0) == pytest.approx(-1.0)
+    assert ss.three_point_exponent(s, 2.0 * np.log(1 / s) - 1.0) == pytest.approx(0.0, abs=1e-12)
+    assert ss.three_point_exponent(s, 0.5 * s**-2 + 1.0) == pytest.approx(-2.0)
+    batch = np.stack([3.0 / s, 1.0 / s**2])
+    np.testing.assert_allclose(ss.three_point_exponent(s, batch), [-1.0, -2.0])
+    with pytest.raises(ValueError, match="geometric"):
+        ss.three_point_exponent(np.array([0.01, 0.02, 0.05]), s)
+    with pytest.raises(ValueError, match="times"):
+        ss.three_point_exponent(s, np.ones(4))
 
 
 def test_manifold_distance_zero_units():

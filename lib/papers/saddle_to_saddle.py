@@ -42,10 +42,20 @@ __all__ = [
     "cubic_escape_time",
     "crossing_times",
     "effective_rank",
-    "count_kinks",
+    "kink_moments",
     "count_active_units",
     "participation_ratio",
     "manifold_distance",
+    "icl_tokens",
+    "attention_forward",
+    "attention_stats",
+    "attention_loss_grad",
+    "attention_init",
+    "train_attention",
+    "regression_matrix",
+    "head_sizes",
+    "attention_plateaus",
+    "three_point_exponent",
 ]
 
 KINDS = ("linear", "relu", "tanh", "quadratic")
@@ -168,24 +178,33 @@ def quadratic_population_loss_grad(A, W1, W2):
     return L, 2.0 * a[..., :, None] * GW, ga[..., None, :]
 
 
-def _gd(grad_fn, W1, W2, lr, steps, log_every):
+def _gd(grad_fn, blocks, lr, steps, log_every):
+    """Gradient descent on a tuple of parameter blocks; ``grad_fn(*blocks) -> (L, *grads)``.
+
+    Logs every ``log_every`` steps and at the end: ``t`` (T,), ``loss`` (..., T) and each block
+    stacked along a new first axis (T, ...)."""
     lr = positive(lr, "lr")
     steps = positive_int(steps, "steps")
     log_every = positive_int(log_every, "log_every")
-    W1, W2 = np.array(W1, dtype=float), np.array(W2, dtype=float)
-    ts, losses, W1s, W2s = [], [], [], []
+    blocks = [np.array(B, dtype=float) for B in blocks]
+    ts, losses, logs = [], [], [[] for _ in blocks]
     for k in range(steps + 1):
-        L, g1, g2 = grad_fn(W1, W2)
+        L, *grads = grad_fn(*blocks)
         if k % log_every == 0 or k == steps:
             ts.append(k * lr)
             losses.append(L)
-            W1s.append(W1.copy())
-            W2s.append(W2.copy())
+            for log, B in zip(logs, blocks):
+                log.append(B.copy())
         if k < steps:
-            # gradient descent on both layers: Theta <- Theta - lr * grad L
-            W1 -= lr * g1
-            W2 -= lr * g2
-    return dict(t=np.array(ts), loss=np.stack(losses, -1), W1=np.stack(W1s), W2=np.stack(W2s))
+            # gradient descent on every block: Theta <- Theta - lr * grad L
+            for B, gB in zip(blocks, grads):
+                B -= lr * gB
+    return np.array(ts), np.stack(losses, -1), [np.stack(log) for log in logs]
+
+
+def _gd2(grad_fn, W1, W2, lr, steps, log_every):
+    t, loss, (W1s, W2s) = _gd(grad_fn, (W1, W2), lr, steps, log_every)
+    return dict(t=t, loss=loss, W1=W1s, W2=W2s)
 
 
 def train_gd(kind: str, W1, W2, X, Y, lr: float, steps: int, log_every: int = 10) -> dict:
@@ -197,7 +216,7 @@ def train_gd(kind: str, W1, W2, X, Y, lr: float, steps: int, log_every: int = 10
     kind = _kind(kind)
     _check_net(W1, W2, X, Y)
     X, Y = np.asarray(X, float), np.asarray(Y, float)
-    return _gd(lambda a, b: loss_and_grad(kind, a, b, X, Y), W1, W2, lr, steps, log_every)
+    return _gd2(lambda a, b: loss_and_grad(kind, a, b, X, Y), W1, W2, lr, steps, log_every)
 
 
 def train_population(model: str, target, W1, W2, lr: float, steps: int, log_every: int = 10):
@@ -208,7 +227,156 @@ def train_population(model: str, target, W1, W2, lr: float, steps: int, log_ever
         raise ValueError(f"model must be 'linear' or 'quadratic', got {model!r}")
     fns[model](target, W1, W2)  # validates shapes once
     fn = fns[model]
-    return _gd(lambda a, b: fn(target, a, b), W1, W2, lr, steps, log_every)
+    return _gd2(lambda a, b: fn(target, a, b), W1, W2, lr, steps, log_every)
+
+
+# ------------------------------------------------------------------ linear self-attention
+def icl_tokens(rng, P: int, N: int, D: int, *, eigenvalues=None, antithetic: bool = True):
+    """In-context linear regression sequences for linear attention.
+
+    Each sequence has its own task vector w ~ N(0, I_D), inputs x ~ N(0, diag(eigenvalues))
+    (default I_D: a flat spectrum) and labels y = w^T x. Returns ``Z`` of shape (P, N+1, D+1),
+    the N context tokens z_n = (x_n, y_n) followed by the query token (x_q, 0), and ``y`` of
+    shape (P,), the query targets w^T x_q. With ``antithetic`` (P even) the second half repeats
+    the first half's inputs with -w, so the training set is symmetric under y -> -y exactly.
+    """
+    rng = check_generator(rng)
+    P, N, D = positive_int(P, "P"), positive_int(N, "N"), positive_int(D, "D")
+    lam = np.ones(D) if eigenvalues is None else real_array(eigenvalues, "eigenvalues", shape=(D,))
+    if np.any(lam <= 0):
+        raise ValueError("eigenvalues must be positive")
+    if antithetic and P % 2:
+        raise ValueError(f"P must be even with antithetic=True, got {P}")
+    half = P // 2 if antithetic else P
+    x = rng.standard_normal((half, N + 1, D)) * np.sqrt(lam)
+    w = rng.standard_normal((half, D))
+    if antithetic:
+        x, w = np.concatenate([x, x]), np.concatenate([w, -w])
+    yall = np.einsum("pnd,pd->pn", x, w)
+    Z = np.concatenate([x, yall[..., None]], axis=-1)
+    y = Z[:, -1, -1].copy()
+    Z[:, -1, -1] = 0.0  # the query's label slot is empty
+    return Z, y
+
+
+def _check_tokens(Z, y=None):
+    Z = real_array(Z, "Z", ndim=3)
+    if Z.shape[1] < 2:
+        raise ValueError(f"Z needs at least one context token and the query, got {Z.shape}")
+    if y is not None:
+        y = real_array(y, "y", ndim=1, shape=(Z.shape[0],))
+    return Z, y
+
+
+def attention_forward(Q, K, V, Z) -> np.ndarray:
+    """Output at the query's label slot of multi-head linear attention with separate rank-one
+    key and query (ATTN_S of Zhang et al., 2025), read directly from the tokens:
+
+        yhat = sum_h (q_h^T z_q) (1/N) sum_{n=1}^{N+1} (k_h^T z_n) (v_h^T z_n),
+
+    the sum running over the N context tokens and the query (as in the authors' code). ``Q``,
+    ``K``, ``V`` have shape (..., H, D+1) (``V`` holds each head's value row for the label
+    slot); ``Z`` has shape (P, N+1, D+1). Returns shape (..., P). Book: prf:ref:`prop-09-attention`
+    in book/09-saddle-to-saddle/attention.md."""
+    Z, _ = _check_tokens(Z)
+    Q, K, V = (real_array(A, n) for A, n in ((Q, "Q"), (K, "K"), (V, "V")))
+    if not (Q.shape == K.shape == V.shape) or Q.shape[-1] != Z.shape[-1]:
+        raise ValueError("Q, K and V must have the same shape (..., H, D+1) as the tokens' D+1")
+    N = Z.shape[1] - 1
+    zk = np.einsum("pnd,...hd->...phn", Z, K)
+    zv = np.einsum("pnd,...hd->...phn", Z, V)
+    zq = np.einsum("pd,...hd->...ph", Z[:, -1], Q)
+    return np.sum(zq * np.sum(zk * zv, -1), -1) / N
+
+
+def attention_stats(Z, y) -> dict:
+    """Sufficient statistics of the training loss of linear attention.
+
+    The output is linear in the features Phi_p = z_q (x) S_p, S_p = (1/N) sum_n z_n z_n^T:
+    yhat_p = <T, Phi_p> with the CP tensor T = sum_h q_h (x) k_h (x) v_h. So the empirical loss
+    L = (1/2P) sum_p (y_p - yhat_p)^2 = (1/2) (yy - 2 b.T + T.C.T) is exact with
+    C = mean Phi Phi^T ((D+1)^3 x (D+1)^3), b = mean y Phi, yy = mean y^2.
+    """
+    Z, y = _check_tokens(Z, y)
+    N, P = Z.shape[1] - 1, Z.shape[0]
+    S = np.einsum("pnd,pne->pde", Z, Z) / N
+    Phi = np.einsum("pa,pbc->pabc", Z[:, -1], S).reshape(P, -1)
+    return dict(C=Phi.T @ Phi / P, b=Phi.T @ y / P, yy=float(y @ y / P), d=Z.shape[-1])
+
+
+def attention_loss_grad(stats: dict, Q, K, V):
+    """Training loss of separate-key-query linear attention and its gradients, from
+    :func:`attention_stats`: L = (1/2)(yy - 2 b.T + T.C.T), G = dL/dT = C T - b and
+    dL/dq_h = G x_2 k_h x_3 v_h (likewise for k_h, v_h). ``Q``, ``K``, ``V``: (..., H, D+1).
+    Returns ``(L, dL/dQ, dL/dK, dL/dV)``. Book: prf:ref:`prop-09-attention` in
+    book/09-saddle-to-saddle/attention.md."""
+    d = stats["d"]
+    batch, H = Q.shape[:-2], Q.shape[-2]
+    kv = (K[..., :, None] * V[..., None, :]).reshape(*batch, H, d * d)  # k_h (x) v_h
+    T = (np.swapaxes(Q, -1, -2) @ kv).reshape(*batch, d**3)  # sum_h q_h (x) k_h (x) v_h
+    CT = T @ stats["C"]
+    L = 0.5 * (stats["yy"] - 2.0 * T @ stats["b"] + np.sum(T * CT, -1))
+    G = (CT - stats["b"]).reshape(*batch, d, d, d)  # dL/dT
+    gQ = np.swapaxes(G.reshape(*batch, d, d * d) @ np.swapaxes(kv, -1, -2), -1, -2)
+    GQ = np.swapaxes(Q @ G.reshape(*batch, d, d * d), -1, -2).reshape(*batch, d, d, H)
+    gK = np.einsum("...bch,...hc->...hb", GQ, V)  # G contracted with q_h and v_h
+    gV = np.einsum("...bch,...hb->...hc", GQ, K)
+    return L, gQ, gK, gV
+
+
+def attention_init(rng, batch, H: int, D: int, sigma0: float):
+    """Small initialisation of H rank-one heads: i.i.d. N(0, sigma0^2) entries for Q, K, V of
+    shape (*batch, H, D+1), with the key's label entry and the value's input entries set to
+    zero, as in the authors' code (yedizhang/linattn-icl)."""
+    rng = check_generator(rng)
+    sigma0 = positive(sigma0, "sigma0")
+    shape = (*tuple(batch), positive_int(H, "H"), positive_int(D, "D") + 1)
+    Q, K, V = (sigma0 * rng.standard_normal(shape) for _ in range(3))
+    K[..., -1] = 0.0
+    V[..., :-1] = 0.0
+    return Q, K, V
+
+
+def train_attention(stats: dict, Q, K, V, lr: float, steps: int, log_every: int = 10) -> dict:
+    """Full-batch gradient descent on the training loss of :func:`attention_loss_grad`.
+    Returns ``t`` (T,), ``loss`` (..., T) and ``Q``, ``K``, ``V`` (T, ..., H, D+1)."""
+    Q, K, V = (real_array(A, n) for A, n in ((Q, "Q"), (K, "K"), (V, "V")))
+    if not (Q.shape == K.shape == V.shape) or Q.shape[-1] != stats["d"]:
+        raise ValueError(f"Q, K and V must have the same shape (..., H, {stats['d']})")
+    t, loss, (Qs, Ks, Vs) = _gd(
+        lambda a, b, c: attention_loss_grad(stats, a, b, c), (Q, K, V), lr, steps, log_every
+    )
+    return dict(t=t, loss=loss, Q=Qs, K=Ks, V=Vs)
+
+
+def regression_matrix(Q, K, V) -> np.ndarray:
+    """The in-context regression matrix Gamma (..., D, D) of the attention, for which the
+    output is x_q^T Gamma (1/N) sum_n x_n y_n plus terms that do not read the labels:
+    Gamma = sum_h q_h,x (k_h,x v_h,y + v_h,x k_h,y)^T (``x`` the input entries, ``y`` the label
+    entry). Each head adds a rank-one term, its *size* being that term's Frobenius norm."""
+    Q, K, V = (np.asarray(A, float) for A in (Q, K, V))
+    u = K[..., :-1] * V[..., -1:] + V[..., :-1] * K[..., -1:]
+    return np.einsum("...ha,...hi->...ai", Q[..., :-1], u)
+
+
+def head_sizes(Q, K, V) -> np.ndarray:
+    """Frobenius norm of each head's rank-one term of :func:`regression_matrix`, (..., H)."""
+    Q, K, V = (np.asarray(A, float) for A in (Q, K, V))
+    u = K[..., :-1] * V[..., -1:] + V[..., :-1] * K[..., -1:]
+    return np.linalg.norm(Q[..., :-1], axis=-1) * np.linalg.norm(u, axis=-1)
+
+
+def attention_plateaus(D: int, N: int):
+    """Population plateaus of ICL regression with white inputs (x ~ N(0, I_D)) for
+    Gamma restricted to rank k (we derive; prf:ref:`prop-09-attention`):
+
+        L(Gamma) = (1/2) [D - 2 tr Gamma + ((N + 1 + D)/N) ||Gamma||_F^2],
+        c* = N / (N + 1 + D),   L_k = (1/2) (D - k c*),  k = 0..D.
+
+    Returns ``(c*, L)`` with L of shape (D+1,)."""
+    D, N = positive_int(D, "D"), positive_int(N, "N")
+    c = N / (N + 1 + D)
+    return c, 0.5 * (D - c * np.arange(D + 1))
 
 
 def small_init(rng: np.random.Generator, shape1, shape2, sigma0: float):
@@ -300,6 +468,24 @@ def crossing_times(t, y, level, *, direction: str = "up"):
     return np.where(ok, out, np.nan)
 
 
+def three_point_exponent(sigma0, times) -> np.ndarray:
+    """Power-law exponent p of t(sigma0) = A sigma0^p + B from three geometric init scales.
+
+    With sigma0 = (s, r s, r^2 s) the offset B cancels in differences:
+    (t_1 - t_2) / (t_2 - t_3) = r^(-p), so p = ln[(t_1 - t_2) / (t_2 - t_3)] / ln(1/r)
+    (eq-09-three-point). A logarithmic law t = c ln(1/sigma0) + B gives exactly p = 0, a cubic
+    saddle's 1/sigma0 law gives p = -1. ``times`` has shape (..., 3); returns shape (...).
+    Book: book/09-saddle-to-saddle/attention.md."""
+    s = real_array(sigma0, "sigma0", ndim=1, shape=(3,))
+    if np.any(s <= 0) or not np.isclose(s[1] / s[0], s[2] / s[1]) or s[1] <= s[0]:
+        raise ValueError(f"sigma0 must be three increasing geometric values, got {s}")
+    t = real_array(times, "times", finite=False)
+    if t.shape[-1] != 3:
+        raise ValueError(f"times must have a last axis of length 3, got {t.shape}")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log((t[..., 0] - t[..., 1]) / (t[..., 1] - t[..., 2])) / np.log(s[0] / s[1])
+
+
 def effective_rank(M, tol: float) -> np.ndarray:
     """Number of singular values of M (shape (..., p, q)) above the absolute level ``tol``.
 
@@ -326,43 +512,32 @@ def participation_ratio(sizes) -> np.ndarray:
     return np.sum(sizes, -1) ** 2 / np.sum(sizes**2, -1)
 
 
-def count_kinks(w, b, a, x_range=(-1.0, 1.0), rel_norm_tol=0.02, merge_tol=0.05) -> np.ndarray:
-    """Distinct kinks -b_h/w_h inside ``x_range`` of 1-D ReLU nets sum_h a_h relu(w_h x + b_h).
+def kink_moments(w, b, a, x_range=(-1.0, 1.0)):
+    """Slope-weighted kinks of 1-D ReLU nets f(x) = sum_h a_h relu(w_h x + b_h), with no count,
+    threshold or merging.
 
-    ``w``, ``b``, ``a`` have shape (..., H) (any leading axes: runs, logged times); returns the
-    count, shape (...). A unit counts if its slope change |a_h w_h| exceeds ``rel_norm_tol`` times
-    the largest of its network; kinks closer than ``merge_tol`` are merged (units on one ray share
-    a kink), and a merged kink counts only if its total slope change sum a_h |w_h| is above the
-    same tolerance. Book: figure fig-09-relu in book/09-saddle-to-saddle/relu.md.
+    Unit h has its kink at c_h = -b_h / w_h and changes the slope there by a_h |w_h|. Over the
+    units whose kink lies inside ``x_range`` this returns, each of shape (...), the kink mass
+    m = sum_h |a_h w_h|, the mass-weighted mean kink position and the mass-weighted standard
+    deviation of the positions (0 when all the mass sits on one ray; NaN where m = 0).
+    ``w``, ``b``, ``a`` have shape (..., H). Book: book/09-saddle-to-saddle/relu.md.
     """
     w, b, a = (real_array(v, n) for v, n in ((w, "w"), (b, "b"), (a, "a")))
     if not (w.shape == b.shape == a.shape) or w.ndim < 1:
         raise ValueError("w, b and a must have the same shape (..., H)")
     lo, hi = (real(v, "x_range") for v in x_range)
-    merge_tol = positive(merge_tol, "merge_tol")
-    jump = np.abs(a * w)
-    tol = rel_norm_tol * jump.max(axis=-1, keepdims=True)  # (..., 1)
+    if not lo < hi:
+        raise ValueError(f"x_range must be increasing, got {x_range}")
     with np.errstate(divide="ignore", invalid="ignore"):
-        x = np.where(w != 0, -b / np.where(w != 0, w, 1.0), np.nan)
-    valid = (jump > tol) & (w != 0) & (x > lo) & (x < hi)
-    x = np.where(valid, x, np.inf)  # invalid kinks sort to the end
-    order = np.argsort(x, axis=-1)
-    x = np.take_along_axis(x, order, -1)
-    slope = np.take_along_axis(np.where(valid, a * np.abs(w), 0.0), order, -1)
-    valid = np.isfinite(x)
-    # a new group starts at each valid kink more than merge_tol right of the previous one
-    with np.errstate(invalid="ignore"):  # inf - inf among the invalid tail gives NaN: no start
-        gap = np.diff(x, axis=-1, prepend=-np.inf) > merge_tol
-    start = valid & gap
-    gid = np.cumsum(start, axis=-1) - 1  # group index per kink, -1 before the first
-    H = w.shape[-1]
-    flat = gid.reshape(-1, H) + H * np.arange(gid.size // H)[:, None]
-    total = np.zeros(gid.size)
-    np.add.at(total, flat[valid.reshape(-1, H)], slope.reshape(-1, H)[valid.reshape(-1, H)])
-    total = total.reshape(w.shape)  # group sums; slot g of each net holds group g
-    ngroups = start.sum(-1, keepdims=True)
-    counted = (np.abs(total) > tol) & (np.arange(H) < ngroups)
-    return counted.sum(-1)
+        c = np.where(w != 0, -b / np.where(w != 0, w, 1.0), np.nan)
+    inside = (w != 0) & (c > lo) & (c < hi)
+    mass = np.where(inside, np.abs(a * w), 0.0)
+    c = np.where(inside, c, 0.0)
+    m = mass.sum(-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = (mass * c).sum(-1) / m
+        var = (mass * (c - mean[..., None]) ** 2).sum(-1) / m
+    return m, mean, np.sqrt(np.maximum(var, 0.0))
 
 
 def manifold_distance(W1, W2, pair=(0, 1), c: float = 1.0) -> np.ndarray:
