@@ -89,6 +89,73 @@ def test_simulate_shapes_and_single_pattern_retrieval():
     np.testing.assert_allclose(out["m"][:, 1:], 1.0)
 
 
+def test_random_patterns_are_pm1_balanced_and_reuse_the_buffer():
+    buf = np.empty((300, 257), dtype=np.float32)  # a row length that is not a multiple of 8
+    xi = dm.random_patterns(300, 257, gen(20), out=buf)
+    assert xi is buf and xi.dtype == np.float32
+    assert set(np.unique(xi)) == {-1.0, 1.0}
+    assert abs(xi.mean()) < 5 / np.sqrt(xi.size)
+    # rows and columns are not correlated (a stuck bit or a repeated block would show)
+    c = np.corrcoef(xi[:, :50].T)[np.triu_indices(50, 1)]
+    assert np.abs(c).max() < 5 / np.sqrt(300)
+    np.testing.assert_array_equal(dm.random_patterns(300, 257, gen(20)), xi)
+
+
+def test_float32_dynamics_equals_float64():
+    g = gen(21)
+    xi = dm.random_patterns(int(0.1 * 256**2), 256, g)
+    s0 = dm.corrupted_state(xi[0], 0.6, g, 3)
+    a = dm.parallel_dynamics(xi, s0, 3, 4)
+    b = dm.parallel_dynamics(xi.astype(np.float64), s0, 3, 4)
+    for k in ("m", "u2", "u2n"):
+        np.testing.assert_array_equal(a[k], b[k])
+
+
+def test_parallel_dynamics_targets_and_one_step_by_hand():
+    g = gen(22)
+    xi = dm.random_patterns(40, 32, g)
+    s0 = np.stack([xi[0], xi[3]], axis=1)  # column k starts at pattern target[k]
+    out = dm.parallel_dynamics(xi, s0, 3, 1, target=[0, 3])
+    np.testing.assert_allclose(out["m"][:, 0], 1.0)
+    s1 = np.where(dm.kh_field(xi.astype(float), s0, 3) >= 0, 1.0, -1.0)
+    np.testing.assert_allclose(out["m"][:, 1], [xi[0] @ s1[:, 0] / 32, xi[3] @ s1[:, 1] / 32])
+    u = (xi.astype(float) @ s0) / np.sqrt(32)
+    np.testing.assert_allclose(out["u2"][0, 0], np.mean(np.delete(u[:, 0], 0) ** 2))
+    np.testing.assert_allclose(out["u2n"][1, 0], np.mean(np.delete(u[:, 1], 3) ** 4))
+
+
+def test_simulate_runs_axis_and_identical_trials_at_m0_one():
+    out = dm.simulate_dam(64, 3, 0.02, 1.0, 3, gen(23), trials=3, runs=2)
+    assert out["m"].shape == (2, 3, 4)
+    # at m0 = 1 the dynamics is deterministic given the patterns: trials are copies
+    np.testing.assert_array_equal(out["m"][:, 0], out["m"][:, 2])
+    assert not np.array_equal(out["u2"][0], out["u2"][1])  # different pattern sets
+
+
+def test_finite_size_fit_recovers_line_and_covariance():
+    N = np.array([256, 512, 1024])
+    se = np.array([0.03, 0.01, 0.02])
+    fit = dm.finite_size_fit(N, 0.9 - 2.0 / np.sqrt(N), se)
+    assert fit.a == pytest.approx(0.9) and fit.b == pytest.approx(-2.0)
+    assert fit.chi2 == pytest.approx(0.0, abs=1e-20)
+    X = np.c_[np.ones(3), 1 / np.sqrt(N)]
+    cov = np.linalg.inv(X.T @ np.diag(se**-2) @ X)
+    assert fit.se_a == pytest.approx(np.sqrt(cov[0, 0]))
+    assert fit.se_b == pytest.approx(np.sqrt(cov[1, 1]))
+    np.testing.assert_allclose(fit.predict(N), 0.9 - 2.0 / np.sqrt(N))
+
+
+def test_finite_size_fit_intercept_is_unbiased_with_the_stated_se():
+    # Monte Carlo: z = (a - truth) / se_a is standard normal when the model holds
+    g, N, se = gen(24), np.array([256, 512, 1024]), np.array([0.02, 0.01, 0.01])
+    z = []
+    for _ in range(2000):
+        y = 0.8 + 1.5 / np.sqrt(N) + se * g.standard_normal(3)
+        f = dm.finite_size_fit(N, y, se)
+        z.append((f.a - 0.8) / f.se_a)
+    assert abs(np.mean(z)) < 0.1 and abs(np.std(z) - 1) < 0.05
+
+
 # --------------------------------------------------------------------------- effective process
 def test_first_step_and_naive_map():
     assert dm.first_step(3, 0.1, 0.8) == pytest.approx(erf(0.64 / np.sqrt(0.6)))
@@ -184,6 +251,15 @@ def test_convergence_time():
         (lambda: dm.first_step(3, 0.1, 1.5), "m0"),
         (lambda: dm.first_kernel_theory(3, 0.1, -2.0), "m0"),
         (lambda: dm.noisy_naive_map(3, 0.1, 0.5, 3, 0, gen()), "N"),
+        (lambda: dm.random_patterns(4, 8, gen(), out=np.empty((4, 8))), "out"),
+        (lambda: dm.parallel_dynamics(np.zeros((3, 4), np.float32), np.ones((4, 1)), 3, 2), "xi"),
+        (lambda: dm.parallel_dynamics(np.ones((3, 4)), np.ones((5, 1)), 3, 2), "s0"),
+        (lambda: dm.parallel_dynamics(np.ones((3, 4)), 2 * np.ones((4, 1)), 3, 2), "s0"),
+        (lambda: dm.parallel_dynamics(np.ones((3, 4)), np.ones((4, 1)), 3, 2, target=3), "target"),
+        (lambda: dm.simulate_dam(16, 3, 0.1, 0.5, 2, gen(), runs=0), "runs"),
+        (lambda: dm.finite_size_fit([256, 256], [0.9, 0.9], [0.1, 0.1]), "N"),
+        (lambda: dm.finite_size_fit([256, 512], [0.9, 0.9], [0.1, 0.0]), "se"),
+        (lambda: dm.finite_size_fit([256, 512], [0.9], [0.1, 0.1]), "mean"),
     ],
 )
 def test_bad_input_raises_value_error_naming_argument(call, match):
@@ -198,3 +274,7 @@ def test_bad_types_raise_type_error():
         dm.kh_field(np.ones((2, 3)), np.ones(3), 3.0)
     with pytest.raises(TypeError, match="r"):
         dm.bivariate_moment(2.0, 0.1)
+    with pytest.raises(TypeError, match="xi"):
+        dm.parallel_dynamics(np.ones((3, 4), dtype=int), np.ones((4, 1)), 3, 2)
+    with pytest.raises(TypeError, match="target"):
+        dm.parallel_dynamics(np.ones((3, 4)), np.ones((4, 1)), 3, 2, target=0.5)

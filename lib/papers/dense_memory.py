@@ -39,7 +39,9 @@ __all__ = [
     "bivariate_moment",
     "kh_field",
     "kh_field_bruteforce",
+    "random_patterns",
     "corrupted_state",
+    "parallel_dynamics",
     "simulate_dam",
     "first_step",
     "naive_map",
@@ -52,6 +54,8 @@ __all__ = [
     "hopfield_sigma11",
     "basin_edge",
     "convergence_time",
+    "FiniteSizeFit",
+    "finite_size_fit",
 ]
 
 
@@ -114,18 +118,58 @@ def _state(s, N: int, name: str = "s") -> np.ndarray:
     return s
 
 
-def _random_patterns(p: int, N: int, rng: np.random.Generator) -> np.ndarray:
-    # i.i.d. uniform +-1 entries, float64 (exact arithmetic); drawn as int8, which is much faster
-    return np.where(rng.integers(0, 2, size=(p, N), dtype=np.int8) > 0, 1.0, -1.0)
+def _pm1(arr, name: str, chunk: int = 1 << 22) -> None:
+    # entries must be +-1; checked in row blocks, so a large pattern array gets no full-size
+    # temporaries
+    rows = max(1, chunk // max(arr.shape[-1], 1)) if arr.ndim == 2 else arr.shape[0]
+    for r0 in range(0, arr.shape[0], rows):
+        blk = arr[r0 : r0 + rows]
+        if not np.all((blk == 1) | (blk == -1)):
+            raise ValueError(f"{name} must have entries +-1")
 
 
-def _kh_field(xi: np.ndarray, s: np.ndarray, n: int) -> np.ndarray:
+def random_patterns(p: int, N: int, rng: np.random.Generator, *, out=None) -> np.ndarray:
+    r"""Patterns :math:`\xi\in\{\pm1\}^{p\times N}` with i.i.d. uniform entries, as float32.
+
+    One random bit per entry (``rng.bytes``), written in row blocks into ``out`` when it is given
+    (a C-contiguous float32 array of shape (p, N), reused across pattern sets so that a large set
+    costs no fresh memory). float32 holds +-1 exactly, and every product the dynamics forms from it
+    is an integer (see :func:`parallel_dynamics`).
+    """
+    p, N = positive_int(p, "p"), positive_int(N, "N")
+    rng = check_generator(rng)
+    if out is None:
+        out = np.empty((p, N), dtype=np.float32)
+    elif not (
+        isinstance(out, np.ndarray)
+        and out.dtype == np.float32
+        and out.shape == (p, N)
+        and out.flags.c_contiguous
+    ):
+        raise ValueError(f"out must be a C-contiguous float32 array of shape ({p}, {N})")
+    table = np.array([1.0, -1.0], dtype=np.float32)
+    rows = max(1, (1 << 22) // N)
+    for r0 in range(0, p, rows):
+        blk = out[r0 : r0 + rows]
+        bits = np.unpackbits(np.frombuffer(rng.bytes((blk.size + 7) // 8), np.uint8))
+        np.take(table, bits[: blk.size].reshape(blk.shape), out=blk)
+    return out
+
+
+def _kh_field(xi: np.ndarray, s: np.ndarray, n: int, x=None) -> np.ndarray:
     # F(x - e + a) - F(x - e - a) with a = xi_i, e = xi_i s_i, x = xi . s, expanded binomially:
     # odd k give 2^k C(n,k) x^(n-k) xi_i, even k >= 2 give -2^k C(n,k) x^(n-k) s_i.
-    x = xi @ s  # (p,) or (p, K)
+    s = s.astype(xi.dtype, copy=False)
+    if x is None:
+        x = xi @ s  # (p,) or (p, K); integers, exact in float32 and float64
+    x = np.asarray(x, dtype=np.float64)
     A = sum(comb(n, k) * 2.0**k * x ** (n - k) for k in range(1, n + 1, 2))
     B = sum(comb(n, k) * 2.0**k * x ** (n - k) for k in range(2, n + 1, 2))
-    return (xi.T @ A - s * B.sum(axis=0)) / (2.0 * xi.shape[1] ** (n - 1))
+    if A.ndim == 1:
+        xiA = A.astype(xi.dtype) @ xi  # (N,): sum_mu xi_i^mu A(x_mu)
+    else:  # (N, K), as (K, p) @ (p, N), which BLAS does faster than xi.T @ A for small K
+        xiA = (A.T.astype(xi.dtype) @ xi).T
+    return (xiA.astype(np.float64) - s * B.sum(axis=0)) / (2.0 * xi.shape[1] ** (n - 1))
 
 
 def kh_field(xi, s, n: int) -> np.ndarray:
@@ -179,20 +223,79 @@ def corrupted_state(target, m0: float, rng: np.random.Generator, K: int = 1) -> 
     return np.where(flip, -target[:, None], target[:, None])
 
 
+def _dynamics(xi: np.ndarray, s: np.ndarray, n: int, T: int, target: np.ndarray) -> dict:
+    p, N = xi.shape
+    K = s.shape[1]
+    cols = np.arange(K)
+    others = np.ones((p, K), dtype=bool)
+    others[target, cols] = False
+    m, u2, u2n = (np.empty((K, T + 1)) for _ in range(3))
+    for t in range(T + 1):
+        x = xi @ s  # (p, K) overlaps times N, one product per step shared by field and records
+        m[:, t] = x[target, cols] / N
+        u = np.where(others, x.astype(np.float64), 0.0) / np.sqrt(N)
+        u2[:, t] = (u**2).sum(0) / (p - 1) if p > 1 else np.nan
+        u2n[:, t] = (u ** (2 * (n - 1))).sum(0) / (p - 1) if p > 1 else np.nan
+        if t < T:
+            s = np.where(_kh_field(xi, s, n, x) >= 0, 1.0, -1.0).astype(xi.dtype)
+    return {"m": m, "u2": u2, "u2n": u2n, "p": p}
+
+
+def parallel_dynamics(xi, s0, n: int, T: int, *, target=0) -> dict:
+    r"""Parallel zero-temperature dynamics :math:`\sigma(t+1)=\operatorname{sgn}h(\sigma(t))`.
+
+    The field is :eq:`eq-15-field` (computed as :eq:`eq-15-fast-field`), all N neurons update at
+    once, K initial states are run together (one product :math:`\xi\sigma` per step serves the
+    field and the records).
+
+    Parameters
+    ----------
+    xi : (p, N) float32 or float64 array of +-1, the patterns. In float32 every product formed
+        is an integer; partial sums are exact below :math:`2^{24}`, which for n = 3 holds up to
+        :math:`6N^2<2^{24}` (N <= 1024) except in rare excursions, where the relative rounding is
+        :math:`6\cdot10^{-8}` of the field.
+    s0 : (N, K) array of +-1, the K initial states.
+    n : int >= 2, :math:`F(u)=u^n`.
+    T : int >= 1, number of parallel steps.
+    target : int or (K,) ints, the pattern :math:`\nu_k` whose overlap column k records.
+
+    Returns a dict of (K, T+1) arrays: ``m`` the overlaps :math:`m_{\nu_k}(t)`; ``u2``, ``u2n``
+    the averages over :math:`\mu\ne\nu_k` of :math:`u_\mu(t)^2` and :math:`u_\mu(t)^{2(n-1)}`,
+    :math:`u_\mu=N^{-1/2}\xi^\mu\cdot\sigma`, so that :math:`\alpha n^2` ``u2n`` estimates
+    :math:`\Sigma(t,t)`; and ``p``. Book: {prf:ref}`prop-15-effective` in
+    book/15-dense-associative-memory/theory.md.
+    """
+    if not isinstance(xi, np.ndarray) or xi.dtype not in (np.float32, np.float64) or xi.ndim != 2:
+        raise TypeError("xi must be a 2-d float32 or float64 numpy array")
+    _pm1(xi, "xi")
+    s0 = real_array(s0, "s0", ndim=2)
+    if s0.shape[0] != xi.shape[1]:
+        raise ValueError(f"s0 must have shape (N, K) with N = {xi.shape[1]}, got {s0.shape}")
+    _pm1(s0, "s0")
+    n, T = _order(n), positive_int(T, "T")
+    K = s0.shape[1]
+    target = np.asarray(target)
+    if target.dtype.kind not in "iu" or target.ndim > 1:
+        raise TypeError("target must be an integer or a 1-d integer array")
+    target = np.broadcast_to(target, (K,)).astype(int)
+    if target.size and (target.min() < 0 or target.max() >= xi.shape[0]):
+        raise ValueError(f"target must lie in [0, {xi.shape[0] - 1}]")
+    return _dynamics(xi, s0.astype(xi.dtype), n, T, target)
+
+
 def simulate_dam(
-    N: int, n: int, alpha: float, m0: float, T: int, rng: np.random.Generator, *, trials: int = 1
-) -> dict:
+    N: int, n: int, alpha: float, m0: float, T: int, rng: np.random.Generator, *,
+    trials: int = 1, runs: int | None = None,
+) -> dict:  # fmt: skip
     r"""Parallel zero-temperature dynamics of the dense associative memory from a corrupted pattern.
 
-    One pattern set :math:`\xi\in\{\pm1\}^{p\times N}`, :math:`p=\lfloor\alpha N^{n-1}\rfloor`,
-    and ``trials`` initial states with overlap m0 with pattern 1, updated in parallel
-    (vectorised over trials). Returns a dict with
-
-    * ``m``: (trials, T+1) overlaps :math:`m_1(t)`;
-    * ``u2``, ``u2n``: (trials, T+1) averages over :math:`\mu\ge2` of :math:`u_\mu(t)^2` and
-      :math:`u_\mu(t)^{2(n-1)}`, with :math:`u_\mu=N^{-1/2}\xi^\mu\cdot\sigma`, so that
-      :math:`\alpha n^2` ``u2n`` estimates the crosstalk variance :math:`\Sigma(t,t)`;
-    * ``p``: the number of patterns.
+    Per pattern set :math:`\xi\in\{\pm1\}^{p\times N}`, :math:`p=\lfloor\alpha N^{n-1}\rfloor`
+    (:func:`random_patterns`), ``trials`` initial states with exactly round((1 - m0) N / 2) bits
+    of pattern 1 flipped (:func:`corrupted_state`), run by :func:`parallel_dynamics`. With
+    ``runs=None`` one pattern set and arrays of shape (trials, T+1); with ``runs=R``, R independent
+    pattern sets drawn into one reused buffer and arrays of shape (R, trials, T+1). At m0 = 1 the
+    trials of one pattern set are identical copies (the dynamics is deterministic). Returns a dict
+    with ``m``, ``u2``, ``u2n`` (see :func:`parallel_dynamics`) and ``p``.
 
     Book: {prf:ref}`prop-15-effective` in book/15-dense-associative-memory/theory.md.
     """
@@ -200,21 +303,17 @@ def simulate_dam(
     alpha, m0 = nonnegative(alpha, "alpha"), _m0(m0)
     rng = check_generator(rng)
     trials = positive_int(trials, "trials")
+    R = 1 if runs is None else positive_int(runs, "runs")
     p = max(int(alpha * N ** (n - 1)), 1)
-    xi = _random_patterns(p, N, rng)
-    s = corrupted_state(xi[0], m0, rng, trials)
-    m = np.empty((trials, T + 1))
-    u2 = np.empty((trials, T + 1))
-    u2n = np.empty((trials, T + 1))
-    for t in range(T + 1):
-        x = xi @ s
-        m[:, t] = x[0] / N
-        u = x[1:] / np.sqrt(N)
-        u2[:, t] = np.mean(u**2, axis=0) if p > 1 else np.nan
-        u2n[:, t] = np.mean(u ** (2 * (n - 1)), axis=0) if p > 1 else np.nan
-        if t < T:
-            s = np.where(_kh_field(xi, s, n) >= 0, 1.0, -1.0)
-    return {"m": m, "u2": u2, "u2n": u2n, "p": p}
+    buf = np.empty((p, N), dtype=np.float32)
+    out = []
+    for _ in range(R):
+        xi = random_patterns(p, N, rng, out=buf)
+        s = corrupted_state(xi[0], m0, rng, trials)
+        out.append(_dynamics(xi, s.astype(np.float32), n, T, np.zeros(trials, dtype=int)))
+    if runs is None:
+        return out[0]
+    return {k: np.stack([o[k] for o in out]) for k in ("m", "u2", "u2n")} | {"p": p}
 
 
 def first_step(n: int, alpha: float, m0):
@@ -446,10 +545,12 @@ def measure_first_kernel(
     alpha, m0 = real(alpha, "alpha", lo=0.0, lo_open=True), _m0(m0)
     rng, trials = check_generator(rng), positive_int(trials, "trials")
     p = max(int(alpha * N ** (n - 1)), 2)
-    xi = _random_patterns(p, N, rng)
-    s0 = corrupted_state(xi[0], m0, rng, trials)
-    s1 = np.where(_kh_field(xi, s0, n) >= 0, 1.0, -1.0)
-    g = xi[0][:, None] * _kh_field(xi, s1, n)  # (N, trials)
+    xi = random_patterns(p, N, rng)
+    s0 = corrupted_state(xi[0], m0, rng, trials).astype(np.float32)
+    x0 = xi @ s0
+    s1 = np.where(_kh_field(xi, s0, n, x0) >= 0, 1.0, -1.0).astype(np.float32)
+    x1 = xi @ s1
+    g = xi[0][:, None] * _kh_field(xi, s1, n, x1)  # (N, trials)
     a = xi[0][:, None] * s0
     plus = a > 0
     n_p, n_m = plus.sum(0), (~plus).sum(0)
@@ -457,10 +558,57 @@ def measure_first_kernel(
     mu_m = np.where(~plus, g, 0).sum(0) / n_m
     resid = g - np.where(plus, mu_p, mu_m)
     s2 = (resid**2).sum(0) / (N - 2)
-    u0, u1 = xi[1:] @ s0 / np.sqrt(N), xi[1:] @ s1 / np.sqrt(N)
+    u0, u1 = x0[1:].astype(np.float64) / np.sqrt(N), x1[1:].astype(np.float64) / np.sqrt(N)
     return {
         "R": (mu_p - mu_m) / 2.0,
         "se": 0.5 * np.sqrt(s2 * (1.0 / n_p + 1.0 / n_m)),
         "Sigma10": alpha * n**2 * np.mean((u0 * u1) ** (n - 1), axis=0),
         "p": p,
     }
+
+
+@dataclass(frozen=True)
+class FiniteSizeFit:
+    r"""Result of :func:`finite_size_fit`: :math:`\bar m_N\approx a+bN^{-1/2}`.
+
+    ``a`` is the extrapolation to :math:`N\to\infty` with standard error ``se_a``; ``b`` is the
+    measured coefficient of the :math:`N^{-1/2}` correction (SE ``se_b``); ``chi2`` is the weighted
+    residual sum of squares, with ``len(N) - 2`` degrees of freedom.
+    """
+
+    a: float
+    b: float
+    se_a: float
+    se_b: float
+    chi2: float
+
+    def predict(self, N):
+        """:math:`a+bN^{-1/2}` at the sizes N."""
+        return self.a + self.b / np.sqrt(np.asarray(N, dtype=float))
+
+
+def finite_size_fit(N, mean, se) -> FiniteSizeFit:
+    r"""Weighted least-squares fit of :math:`\bar m_N=a+b\,N^{-1/2}` over network sizes.
+
+    Parameters
+    ----------
+    N : (k,) distinct sizes, k >= 2.
+    mean : (k,) the measured means :math:`\bar m_N`.
+    se : (k,) their standard errors (> 0), used as weights :math:`1/\mathrm{SE}^2`; the
+        covariance of (a, b) is :math:`(X^\top WX)^{-1}`, not rescaled by the residuals.
+
+    Book: the finite-size extrapolation in book/15-dense-associative-memory/capacity.md.
+    """
+    N = real_array(N, "N", ndim=1)
+    if N.size < 2 or np.any(N <= 0) or np.unique(N).size != N.size:
+        raise ValueError("N must hold at least two distinct positive sizes")
+    mean = real_array(mean, "mean", shape=N.shape)
+    se = real_array(se, "se", shape=N.shape)
+    if np.any(se <= 0):
+        raise ValueError("se must be positive")
+    x = 1.0 / np.sqrt(N)
+    (b, a), cov = np.polyfit(x, mean, 1, w=1.0 / se, cov="unscaled")
+    chi2 = float(np.sum(((mean - a - b * x) / se) ** 2))
+    return FiniteSizeFit(
+        float(a), float(b), float(np.sqrt(cov[1, 1])), float(np.sqrt(cov[0, 0])), chi2
+    )
