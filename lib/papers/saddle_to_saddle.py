@@ -126,12 +126,12 @@ def loss_and_grad(kind: str, W1, W2, X, Y):
     kind = _kind(kind)
     W1, W2, X, Y = _check_net(W1, W2, X, Y)
     n = X.shape[0]
-    hid, dhid = activation(kind, np.einsum("nd,...hd->...nh", X, W1))
-    R = Y - np.einsum("...nh,...mh->...nm", hid, W2)
+    hid, dhid = activation(kind, X @ np.swapaxes(W1, -1, -2))  # (..., n, H)
+    R = Y - hid @ np.swapaxes(W2, -1, -2)  # residual (..., n, m)
     L = 0.5 * np.sum(R**2, axis=(-2, -1)) / n
-    gW2 = -np.einsum("...nm,...nh->...mh", R, hid) / n
-    back = np.einsum("...nm,...mh->...nh", R, W2) * dhid
-    gW1 = -np.einsum("...nh,nd->...hd", back, X) / n
+    gW2 = -(np.swapaxes(R, -1, -2) @ hid) / n
+    back = (R @ W2) * dhid
+    gW1 = -(np.swapaxes(back, -1, -2) @ X) / n
     return L, gW1, gW2
 
 
