@@ -76,12 +76,14 @@ def test_bad_inputs_raise_naming_the_argument():
 def _brute_forward(model, i, x, bits):
     """Per-position loop for model i: logits, p-bit weights, values, readout."""
     T, D, tau = len(x), model.period, model.tau
+
+    def key_logit(j):
+        if model.keys_see_tokens:
+            return model.logit_table[i, x[-1], T % D, x[j - 1], j % D]
+        return model.logit_table[i, x[-1], T % D, j % D]
+
     a = np.array(
-        [
-            model.logit_table[i, x[-1], T % D, j % D]
-            + (model.phi[i, T - j] if T - j <= tau else 0.0)
-            for j in range(1, T + 1)
-        ]
+        [key_logit(j) + (model.phi[i, T - j] if T - j <= tau else 0.0) for j in range(1, T + 1)]
     )
     w = lg.finite_precision_softmax(a, T, bits)
     attn = sum(w[j - 1] * model.values[i, x[j - 1], j % D] for j in range(1, T + 1))
@@ -89,10 +91,11 @@ def _brute_forward(model, i, x, bits):
     return model.w_out[i] @ (h + model.B[i] @ np.maximum(model.A[i] @ h + model.b[i], 0))
 
 
+@pytest.mark.parametrize("see", [False, True])
 @pytest.mark.parametrize("T,bits", [(1, 5), (3, 5), (7, np.inf), (40, 5), (40, 2)])
-def test_forward_matches_per_position_loop(T, bits):
+def test_forward_matches_per_position_loop(T, bits, see):
     g = gen(T)
-    model = lg.random_one_layer_lt(3, 4, 3, 2, 5, 7, g)
+    model = lg.random_one_layer_lt(3, 4, 3, 2, 5, 7, g, keys_see_tokens=see)
     x = g.integers(0, 4, T)
     out = model.forward(x, bits=bits)
     for i in range(3):
@@ -146,6 +149,62 @@ def test_simulate_short_is_accurate_on_a_hardmax_model():
     z = lg.simulate_short(x, 400, 3, 2)
     bound = model.readout_lipschitz() * model.value_bound() * (4 + 2 * 2 + 4) / ((len(z) - 3) // 3)
     assert np.all(np.abs(model.forward(x, bits=5) - model.forward(z, bits=5)) <= bound)
+
+
+@given(st.integers(0, 2**31 - 1), st.integers(300, 3000), st.integers(20, 200))
+@settings(max_examples=30, deadline=None)
+def test_keep_present_keeps_every_class_and_the_suffix(seed, T, n):
+    g = gen(seed)
+    x = lg.sample_dirichlet_strings(1, T, np.full(4, 0.3), g)[0]
+    z = lg.simulate_short(x, n, 3, 2, keep_present=True)
+    assert len(z) <= n and len(z) % 3 == T % 3
+    np.testing.assert_array_equal(z[-3:], x[-3:])
+    px, pz = x[: T - 3], z[: len(z) - 3]
+    cx = {(int(s), (j + 1) % 3) for j, s in enumerate(px)}
+    cz = {(int(s), (j + 1) % 3) for j, s in enumerate(pz)}
+    assert cx == cz  # the same (token, residue) classes, each at least once
+
+
+def test_keep_present_needs_room_for_every_token():
+    x = np.tile(np.arange(4), 100)
+    with pytest.raises(ValueError, match="keep_present"):
+        lg.simulate_short(x, 10, 3, 2, keep_present=True)
+
+
+@pytest.mark.parametrize("alpha", [0.3, 1.0])
+def test_present_rule_bound_holds_on_token_seeing_models(alpha):
+    g = gen(11)
+    model = lg.random_one_layer_lt(20, 4, 3, 2, 6, 8, g, keys_see_tokens=True)
+    for _ in range(4):
+        x = lg.sample_dirichlet_strings(1, 3000, np.full(4, alpha), g)[0]
+        am = model.argmax_far_classes(x)
+        for n in (40, 200, 800):
+            z = lg.simulate_short(x, n, 3, 2, keep_present=True)
+            err = np.abs(model.forward(x, bits=5) - model.forward(z, bits=5))
+            assert np.all(err <= lg.present_rule_bound(model, x, z, argmax=am) * (1 + 1e-12))
+            # pairs whose output does not read far counts are reproduced exactly
+            assert np.all(err[~model.reads_far_counts(x)] < 1e-12)
+
+
+def test_reads_far_counts_small_cases():
+    # one model, S = 2, Delta = 1, tau = 0: key logit of token 1 above token 0, no local bias
+    tab = np.zeros((1, 2, 1, 2, 1))  # (M, S, Δ, S, Δ)
+    tab[0, :, 0, 1, 0] = 1.0
+    z1 = np.zeros((1, 2, 1, 1))
+    model = lg.OneLayerLT(
+        tab, np.zeros((1, 1)), z1 + 1, z1, np.zeros((1, 1, 1)), np.zeros((1, 1)),
+        np.zeros((1, 1, 1)), np.ones((1, 1)),
+    )  # fmt: skip
+    assert model.keys_see_tokens
+    assert not model.reads_far_counts(np.array([0, 1, 0, 0]))  # one far class (token 1) only
+    assert model.reads_far_counts(np.array([0, 1, 0, 1]))  # token 1 far and local
+
+
+def test_one_layer_lt_rejects_bad_table_shape():
+    z = np.zeros((1, 2, 3, 3))
+    with pytest.raises(ValueError, match="logit_table"):
+        lg.OneLayerLT(np.zeros((1, 2, 3, 2)), np.zeros((1, 1)), z, z, np.zeros((1, 1, 3)),
+                      np.zeros((1, 1)), np.zeros((1, 3, 1)), np.zeros((1, 3)))  # fmt: skip
 
 
 def test_block_subsample_is_a_subsequence_of_about_n():
@@ -228,6 +287,69 @@ def test_counts_form_equals_explicit_attention():
         counts = torch.stack([lens - ones, ones], -1).double()
         last = torch.gather(tok, 2, (lens - 1)[..., None])[..., 0]
         assert torch.allclose(m(tok, lens), m.from_counts(counts, last), atol=1e-10)
+
+
+def test_counts_form_with_periodic_codes_and_attention_mass():
+    g = gen(9)
+    per = np.array([1, 2, 5, 3])
+    with torch.no_grad():
+        m = lg.StackedAttentionReadout(4, 2, 4, 8, torch.Generator().manual_seed(1), periods=per)
+        T = 13
+        tok = g.integers(0, 2, (4, 10, T))
+        lens = g.integers(1, T + 1, (4, 10))
+        cnt = np.zeros((4, 10, 2, 5))
+        for i in range(4):
+            for b in range(10):
+                for j in range(1, lens[i, b] + 1):
+                    cnt[i, b, tok[i, b, j - 1], j % per[i]] += 1
+        last = tok[np.arange(4)[:, None], np.arange(10)[None, :], lens - 1]
+        args = (
+            torch.from_numpy(cnt),
+            torch.from_numpy(last),
+            torch.from_numpy(lens % per[:, None]),
+        )
+        explicit = m(torch.from_numpy(tok), torch.from_numpy(lens))
+        assert torch.allclose(explicit, m.from_counts(*args), atol=1e-10)
+        att = m.from_counts(*args, attention=True)
+        assert att.shape == (4, 10, 2, 5)
+        assert torch.allclose(att.sum((2, 3)), torch.ones(4, 10, dtype=att.dtype))
+        assert torch.all(att[torch.from_numpy(cnt) == 0] == 0)
+
+
+def test_task_batch_modp_targets_and_counts():
+    counts, last, res, L, y = lg.task_batch(["modp", "simple"], [5, 8.0], [12, 9], 200, gen(10))
+    assert counts.shape == (2, 200, 2, 5)
+    np.testing.assert_array_equal(counts.sum((2, 3)), L)
+    npos = counts[0].sum(1)  # (b, Δ): positions per residue
+    for b in range(200):
+        T = L[0, b]
+        expect = [sum(1 for t in range(1, T + 1) if t % 5 == r) for r in range(5)]
+        np.testing.assert_array_equal(npos[b], expect)
+    np.testing.assert_allclose(y[0], counts[0, :, 1, 1] / npos[:, 1])
+    assert np.all(res[0] == L[0] % 5) and np.all(res[1] == 0)
+    assert np.all(counts[1, :, :, 1:] == 0)  # SimpleTask uses residue 0 only
+    # the last token is counted in its own class
+    assert np.all(counts[0, np.arange(200), last[0], res[0]] >= 1)
+
+
+def test_task_batch_bad_inputs():
+    with pytest.raises(ValueError, match="tasks"):
+        lg.task_batch(["kgram"], [2.0], [4], 8, gen(0))
+    with pytest.raises(ValueError, match="Delta"):
+        lg.task_batch(["modp"], [1.0], [4], 8, gen(0))
+    with pytest.raises(ValueError, match="params"):
+        lg.task_batch(["modp", "modp"], [2.0], [4, 4], 8, gen(0))
+    with pytest.raises(ValueError, match="n_max"):
+        lg.task_batch(["simple"], [2.0], [0], 8, gen(0))
+
+
+def test_train_stacked_fits_modp_quickly():
+    model = lg.train_stacked(
+        ["modp"] * 2, [2, 3], np.array([8, 9]), 150, gen(12), torch.Generator().manual_seed(2),
+        batch=64, dtype=torch.float32,
+    )  # fmt: skip
+    curve = lg.length_curve(model, ["modp"] * 2, [2, 3], np.array([[8], [9]]), 512, gen(13))
+    assert curve.shape == (2, 1) and np.all(curve < 0.5)
 
 
 def test_simple_task_batch_targets():

@@ -13,16 +13,18 @@ The paper's proofs all rest on one *simulation principle* (``prop-17-simulation`
 With :math:`p`-bit arithmetic and logits scaled by :math:`\\log N`, a logit :math:`a` gets the
 unnormalised weight :math:`N^{-(a^\\star-a)}`, which rounds to zero once :math:`N\\ge 2^{p/\\gamma}`
 (:math:`\\gamma` = logit margin): attention becomes the uniform average over the argmax positions
-(``lem-17-hardmax``). This module implements that attention, a one-layer limit transformer written
-through its attainable tables, the deterministic short simulation of a long input, the Markov block
-subsampling of the paper's Lemma 5.3, the exact length thresholds of two toy classes, the shapes of
-the paper's bounds, and a small batched transformer trained on SimpleTask (torch).
+(``lem-17-hardmax``). This module implements that attention, a one-layer limit transformer
+written through its attainable tables (keys that ignore or see tokens), the deterministic short
+simulation of a long input and its error bounds, the Markov block subsampling of the paper's
+Lemma 5.3, the exact length thresholds of two toy classes, the shapes of the paper's bounds, and a
+small batched transformer with periodic positional codes trained on SimpleTask and ModPTask (torch).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.special import gammaln
@@ -37,6 +39,7 @@ __all__ = [
     "OneLayerLT",
     "random_one_layer_lt",
     "simulate_short",
+    "present_rule_bound",
     "largest_remainder",
     "block_subsample",
     "suffix_statistic_average",
@@ -51,7 +54,9 @@ __all__ = [
     "sample_dirichlet_strings",
     "simple_task_target",
     "StackedAttentionReadout",
+    "task_batch",
     "simple_task_batch",
+    "train_stacked",
     "train_simple_task",
     "length_curve",
 ]
@@ -133,7 +138,9 @@ class OneLayerLT:
 
     * ``logit_table`` (M, S, Δ, Δ): :math:`\\Lambda[y,r,r']` = token-blind key logit of a key at
       residue :math:`r'` for a query token :math:`y` at residue :math:`r` (keys ignore tokens, so
-      whole residue classes tie: this is what makes the model *count*);
+      whole residue classes tie: this is what makes the model *count*); or (M, S, Δ, S, Δ):
+      :math:`\\Lambda[y,r,s,r']`, keys that see their token :math:`s` (argmax sets are unions of
+      (token, residue) classes, and a rare class can decide the output);
     * ``phi`` (M, τ+1): local bias :math:`\\phi(t)` added to the key at offset
       :math:`t\\le\\tau` from the query;
     * ``values`` (M, S, Δ, d): :math:`V(E_s+P_r)`; ``embed`` (M, S, Δ, d): residual stream
@@ -154,10 +161,14 @@ class OneLayerLT:
     w_out: np.ndarray
 
     def __post_init__(self):
-        lt = real_array(self.logit_table, "logit_table", ndim=4)
-        M, S, D, D2 = lt.shape
-        if D != D2:
-            raise ValueError(f"logit_table must have shape (M, S, Δ, Δ), got {lt.shape}")
+        lt = real_array(self.logit_table, "logit_table")
+        blind = lt.ndim == 4 and lt.shape[2] == lt.shape[3]
+        seeing = lt.ndim == 5 and lt.shape[3:] == lt.shape[1:3]
+        if not (blind or seeing):
+            raise ValueError(
+                f"logit_table must have shape (M, S, Δ, Δ) or (M, S, Δ, S, Δ), got {lt.shape}"
+            )
+        M, S, D = lt.shape[:3]
         real_array(self.phi, "phi", ndim=2, shape=(M, None))
         d = real_array(self.values, "values", ndim=4, shape=(M, S, D, None)).shape[-1]
         real_array(self.embed, "embed", shape=(M, S, D, d))
@@ -182,15 +193,52 @@ class OneLayerLT:
     def tau(self) -> int:
         return self.phi.shape[1] - 1
 
+    @property
+    def keys_see_tokens(self) -> bool:
+        return self.logit_table.ndim == 5
+
     def logits(self, x) -> np.ndarray:
         """Logits of the last query over all keys, shape (M, T)."""
         x = _tokens(x, self.n_tokens)
         T, D = x.size, self.period
         r = np.arange(1, T + 1) % D
-        a = self.logit_table[:, x[-1], T % D][:, r].copy()  # (M, T)
+        if self.keys_see_tokens:
+            a = self.logit_table[:, x[-1], T % D][:, x, r]  # Λ[y, r_T, x_j, r_j], (M, T)
+        else:
+            a = self.logit_table[:, x[-1], T % D][:, r].copy()  # Λ[y, r_T, r_j], (M, T)
         k = min(self.tau, T - 1)
         a[:, T - 1 - np.arange(k + 1)] += self.phi[:, : k + 1]  # local bias phi(t), t = T - j
         return a
+
+    def argmax_far_classes(self, x) -> tuple[np.ndarray, np.ndarray]:
+        """Far (token, residue) classes in the hardmax argmax set, and the local positions in it.
+
+        Far keys are the positions before the last :math:`\\tau+1`; class :math:`c=s\\Delta+r`
+        for token :math:`s` at residue :math:`r`. Returns ``F`` (M, S·Δ) bool and ``n_local``
+        (M,): how many of the last :math:`\\tau+1` positions attain the maximal logit.
+        """
+        x = _tokens(x, self.n_tokens)
+        T, D, t = x.size, self.period, self.tau
+        a = self.logits(x)
+        top = a == a.max(axis=1, keepdims=True)  # (M, T)
+        n_far = max(T - t - 1, 0)
+        cls = x[:n_far] * D + np.arange(1, n_far + 1) % D  # (token, residue) class of far keys
+        onehot = np.zeros((n_far, self.n_tokens * D))
+        onehot[np.arange(n_far), cls] = 1.0
+        return top[:, :n_far].astype(float) @ onehot > 0, top[:, n_far:].sum(axis=1)
+
+    def reads_far_counts(self, x, *, argmax=None) -> np.ndarray:
+        """Whether the hardmax output depends on how often far classes occur, shape (M,) bool.
+
+        The output is a weighted average over the argmax set, and the weights of far classes
+        depend on their counts unless the argmax set holds a single far class and no local
+        position (output = that class's value) or no far position at all (output reads the suffix
+        only). Pairs (model, input) where it does not are *vacuous* for a simulation check.
+        ``argmax``: the output of :meth:`argmax_far_classes` for ``x``, if already computed.
+        """
+        F, n_local = self.argmax_far_classes(x) if argmax is None else argmax
+        n_cls = F.sum(axis=1)
+        return (n_cls >= 2) | ((n_cls >= 1) & (n_local >= 1))
 
     def forward(self, x, bits: float = math.inf, *, exact_hardmax: bool = False) -> np.ndarray:
         """Output at the last position, shape (M,): explicit attention over all ``T`` keys.
@@ -203,12 +251,17 @@ class OneLayerLT:
         a = self.logits(x)
         w = hardmax(a) if exact_hardmax else finite_precision_softmax(a, T, bits)
         cls = x * D + np.arange(1, T + 1) % D  # (token, residue) class of each key
-        W = np.zeros((self.n_models, S * D))
-        np.add.at(W.T, cls, w.T)  # attention mass per class, (M, S*Δ)
+        onehot = np.zeros((T, S * D))
+        onehot[np.arange(T), cls] = 1.0
+        W = w @ onehot  # attention mass per class, (M, S*Δ)
         attn = np.einsum("mc,mcd->md", W, self.values.reshape(self.n_models, S * D, -1))
         h = self.embed[:, x[-1], T % D] + attn
         hid = np.maximum(np.einsum("mhd,md->mh", self.A, h) + self.b, 0.0)
         return np.einsum("md,md->m", self.w_out, h + np.einsum("mdh,mh->md", self.B, hid))
+
+    @cached_property
+    def _lipschitz_value_scale(self) -> np.ndarray:
+        return self.readout_lipschitz() * self.value_bound()
 
     def readout_lipschitz(self) -> np.ndarray:
         """:math:`\\|w\\|_2(1+\\|B\\|_2\\|A\\|_2)`: Lipschitz constant of the readout in
@@ -232,13 +285,23 @@ def _tokens(x, S: int) -> np.ndarray:
 
 
 def random_one_layer_lt(
-    n_models: int, S: int, Delta: int, tau: int, d: int, hidden: int, rng, *, logit_range: int = 3
+    n_models: int,
+    S: int,
+    Delta: int,
+    tau: int,
+    d: int,
+    hidden: int,
+    rng,
+    *,
+    logit_range: int = 3,
+    keys_see_tokens: bool = False,
 ) -> OneLayerLT:
     """``n_models`` random one-layer limit transformers, integer logits (:math:`\\gamma=1`).
 
     Logit tables and local biases are integers in :math:`[-r, r]` (``r = logit_range``), so every
     attainable logit is an integer and the logit margin is at least 1; the rest is Gaussian with
-    variance :math:`1/\\text{fan-in}`.
+    variance :math:`1/\\text{fan-in}`. ``keys_see_tokens`` draws a table (M, S, Δ, S, Δ) whose key
+    logit depends on the key's token too.
     """
     M = positive_int(n_models, "n_models")
     S, D = positive_int(S, "S"), positive_int(Delta, "Delta")
@@ -246,8 +309,9 @@ def random_one_layer_lt(
     d, h = positive_int(d, "d"), positive_int(hidden, "hidden")
     g = check_generator(rng)
     r = positive_int(logit_range, "logit_range")
+    table_shape = (M, S, D, S, D) if keys_see_tokens else (M, S, D, D)
     return OneLayerLT(
-        logit_table=g.integers(-r, r + 1, (M, S, D, D)).astype(float),
+        logit_table=g.integers(-r, r + 1, table_shape).astype(float),
         phi=g.integers(-r, r + 1, (M, t + 1)).astype(float),
         values=g.standard_normal((M, S, D, d)) / np.sqrt(d),
         embed=g.standard_normal((M, S, D, d)) / np.sqrt(d),
@@ -275,7 +339,9 @@ def largest_remainder(counts, slots: int) -> np.ndarray:
     return a
 
 
-def simulate_short(x, n: int, Delta: int, tau: int, *, copy_suffix: bool = True) -> np.ndarray:
+def simulate_short(
+    x, n: int, Delta: int, tau: int, *, copy_suffix: bool = True, keep_present: bool = False
+) -> np.ndarray:
     """A short input :math:`z`, :math:`|z|\\le n`, that a one-layer hardmax limit transformer cannot
     tell from :math:`x` up to :math:`O(1/n)`.
 
@@ -293,8 +359,12 @@ def simulate_short(x, n: int, Delta: int, tau: int, *, copy_suffix: bool = True)
     rule "count :math:`\\ge1` for every token present" of the general construction: largest
     remainder may round a token of share below :math:`\\Delta/n` in a residue class to zero, which
     token-blind keys do not see beyond its :math:`O(\\Delta/n)` share of the average.
+    ``keep_present=True`` applies it, for keys that see tokens: each token present among the prefix
+    positions of residue :math:`r` first gets one slot, and the remaining slots are shared by
+    largest remainder (needs at least as many slots per residue as tokens present).
 
-    Book: :prf:ref:`prop-17-deterministic` in book/17-length-generalization/simulation.md.
+    Book: :prf:ref:`prop-17-deterministic` and :prf:ref:`prop-17-present` in
+    book/17-length-generalization/simulation.md.
     """
     x = np.asarray(x)
     if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or x.size == 0:
@@ -320,9 +390,55 @@ def simulate_short(x, n: int, Delta: int, tau: int, *, copy_suffix: bool = True)
         if slots.size == 0:
             continue
         counts = np.bincount(src[pos_src == r], minlength=S)
-        alloc = largest_remainder(counts, slots.size)
+        if keep_present:
+            present = (counts > 0).astype(np.int64)
+            if slots.size < present.sum():
+                raise ValueError(
+                    f"n = {n} leaves {slots.size} slots at residue {r} for {present.sum()} tokens "
+                    "present: keep_present needs n >= tau + 1 + Delta * |Sigma|"
+                )
+            alloc = present + largest_remainder(counts, slots.size - present.sum())
+        else:
+            alloc = largest_remainder(counts, slots.size)
         z[slots] = np.repeat(np.arange(S), alloc)
     return np.concatenate([z, x[T - keep :]]) if keep else z
+
+
+def present_rule_bound(model: OneLayerLT, x, z, *, argmax=None) -> np.ndarray:
+    """Our bound on :math:`|f(x)-f(z)|` for ``z = simulate_short(x, n, Δ, τ, keep_present=True)``,
+    shape (M,):
+
+    .. math:: 2L_{\\rm out}V_{\\max}\\Big(\\frac{2|F|+\\tau+1}{\\lambda C_F}+\\delta\\Big),
+
+    with :math:`F` the far argmax classes of :math:`x`, :math:`C_F` their count in :math:`x`'s
+    prefix, :math:`\\lambda_r=(m_r-k_r)/M_r` (slots of residue :math:`r` in :math:`z`'s prefix,
+    tokens present, positions in :math:`x`'s prefix), :math:`\\lambda=\\min_r\\lambda_r` and
+    :math:`\\delta=\\max_r\\lambda_r/\\lambda-1`. ``inf`` where :math:`C_F=0` (the output reads
+    the suffix only, and :math:`f(z)=f(x)`). ``argmax``: ``model.argmax_far_classes(x)``, if
+    already computed.
+
+    Book: :prf:ref:`prop-17-present` in book/17-length-generalization/simulation.md.
+    """
+    x, z = _tokens(x, model.n_tokens), _tokens(z, model.n_tokens)
+    D, t, S = model.period, model.tau, model.n_tokens
+    if z.size >= x.size:
+        raise ValueError("z must be shorter than x")
+    px, pz = x[: x.size - t - 1], z[: z.size - t - 1]
+    rx, rz = np.arange(1, px.size + 1) % D, np.arange(1, pz.size + 1) % D
+    M_r = np.bincount(rx, minlength=D)
+    m_r = np.bincount(rz, minlength=D)
+    counts = np.bincount(px * D + rx, minlength=S * D)  # C_c, class c = s * D + r
+    k_r = (counts.reshape(S, D) > 0).sum(axis=0)
+    lam_r = (m_r - k_r) / M_r
+    lam = lam_r.min()
+    if lam <= 0:
+        raise ValueError("z leaves no slot beyond the present tokens at some residue")
+    F, _ = model.argmax_far_classes(x) if argmax is None else argmax
+    C_F = F.astype(float) @ counts
+    size_F = F.sum(axis=1)
+    with np.errstate(divide="ignore"):
+        rel = (2 * size_F + t + 1) / (lam * C_F) + lam_r.max() / lam - 1
+    return 2 * model._lipschitz_value_scale * rel
 
 
 # --------------------------------------------------------------------------- Lemma 5.3
@@ -358,7 +474,8 @@ def block_subsample(T: int, n: int, tau: int, rng, B: int | None = None) -> np.n
             skip = g.geometric(1.0 / mean_skip, cycles)
             pair = np.stack([keep, skip], 1) if state0 else np.stack([skip, keep], 1)
             runs = np.concatenate([runs, pair.ravel()])
-        states = np.resize(np.array([state0, not state0]), runs.size)
+        states = np.zeros(runs.size, dtype=bool)
+        states[0 if state0 else 1 :: 2] = True  # runs alternate keep/skip from state0
         kept = np.flatnonzero(np.repeat(states, runs)[:T])
         if kept.size > t:
             return kept
@@ -383,11 +500,13 @@ def suffix_statistic_average(x, U, tau: int) -> float:
     if x.ndim != 1 or x.size <= t or not np.issubdtype(x.dtype, np.integer):
         raise ValueError(f"x must be a 1-D integer array longer than tau = {t}")
     T = x.size
-    mu = np.cumsum(np.eye(S)[x], axis=0) / np.arange(1, T + 1)[:, None]  # mu(x_{<=t})
     code = np.zeros(T - t, dtype=np.int64)
     for k in range(t + 1):  # window x_{t-tau..t} as a base-S number
         code = code * S + x[k : T - t + k]
-    return float(np.tanh(np.einsum("ts,ts->t", U[code], mu[t:])).mean())
+    inner = np.zeros(T - t)  # <U[w_t], counts(x_{<=t})>, one token at a time (S is small)
+    for s in range(S):
+        inner += U[code, s] * np.cumsum(x == s)[t:]
+    return float(np.tanh(inner / np.arange(t + 1, T + 1)).mean())  # mu = counts / t
 
 
 def sticky_drifting_chain(T: int, S: int, stay: float, rng) -> np.ndarray:
@@ -481,8 +600,9 @@ def attainable_stats(task: str, N: int, Delta: int | None = None, k: int = 1) ->
     num = np.concatenate([np.arange(q + 1) for q in dens])
     den = np.concatenate([np.full(q + 1, q) for q in dens])
     g = np.gcd(num, den)
-    pairs = np.unique(np.stack([num // g, den // g], 1), axis=0)
-    vals = num_scale * pairs[:, 0] / pairs[:, 1] + offset
+    num, den = num // g, den // g
+    key = np.unique(num * (den.max() + 1) + den)  # one integer per reduced pair (num, den)
+    vals = num_scale * (key // (den.max() + 1)) / (key % (den.max() + 1)) + offset
     return np.sort(vals)
 
 
@@ -585,131 +705,220 @@ def simple_task_target(x, omega: float) -> np.ndarray:
 
 
 # --------------------------------------------------------------------- tiny transformer (torch)
-class StackedAttentionReadout:
-    """``M`` independent one-layer, one-head transformers without positional encoding, trained
-    together (every weight has a leading model axis). Only the last query is computed:
+TASKS = ("simple", "modp")
 
-    .. math:: h=E_{x_T}+\\sum_{j\\le T}\\mathrm{softmax}_j
-              \\big(\\langle W_qE_{x_T},W_kE_{x_j}\\rangle/\\sqrt d\\big)W_vE_{x_j},
+
+def _periods(tasks, params) -> tuple[list, np.ndarray, np.ndarray]:
+    """Task names, parameters and periods :math:`\\Delta_i` (1 for SimpleTask) of a stack."""
+    tasks = [tasks] if isinstance(tasks, str) else list(tasks)
+    for t in tasks:
+        if t not in TASKS:
+            raise ValueError(f"tasks must be 'simple' or 'modp', got {t!r}")
+    par = real_array(params, "params", ndim=1)
+    if par.size != len(tasks) or par.size == 0:
+        raise ValueError(f"params must have one entry per task ({len(tasks)}), got {par.size}")
+    D = np.ones(par.size, dtype=np.int64)
+    for i, t in enumerate(tasks):
+        if t == "modp":
+            if par[i] != round(par[i]) or par[i] < 2:
+                raise ValueError(f"params of a 'modp' task is the period Delta >= 2, got {par[i]}")
+            D[i] = int(par[i])
+    return tasks, par, D
+
+
+def task_batch(tasks, params, n_max, batch: int, rng, *, fixed_length: bool = False):
+    """Training or test data for ``M`` models, one task each, in (token, residue) count form.
+
+    * ``"simple"`` (SimpleTask, parameter :math:`\\omega`): binary strings with
+      :math:`\\pi\\sim\\mathrm{Dir}(1,1)` per string, target
+      :math:`\\sin(\\omega(c_0-c_1)/(c_0+c_1))`; no positions (:math:`\\Delta=1`).
+    * ``"modp"`` (ModPTask, parameter :math:`\\Delta\\ge2`): the token at position :math:`t`
+      (1-indexed) is 1 with probability :math:`p_{t\\bmod\\Delta}`, the :math:`p_r` i.i.d.
+      Uniform(0,1) per string (our periodic input law: with one :math:`\\pi` for all residues, the
+      other residues would predict the target at long lengths); target
+      :math:`\\rho=\\#\\{t\\equiv1:x_t=1\\}/\\#\\{t\\le T:t\\equiv1\\}` (:math:`k=1`, the class
+      of position 1, which every length has).
+
+    Lengths are uniform on :math:`1..N_i` (``n_max[i]``), or all :math:`N_i` if ``fixed_length``.
+    A string is exchangeable within each residue class given its law, so the counts and the last
+    token are drawn directly. Returns ``counts`` (M, b, 2, Δmax): tokens per (token, residue),
+    ``last`` (M, b), ``res`` (M, b) :math:`=T\\bmod\\Delta_i`, ``lengths`` (M, b) and
+    ``target`` (M, b).
+    """
+    tasks, par, D = _periods(tasks, params)
+    g = check_generator(rng)
+    b = positive_int(batch, "batch")
+    n_max = np.asarray(n_max)
+    if n_max.shape != par.shape or not np.issubdtype(n_max.dtype, np.integer) or n_max.min() < 1:
+        raise ValueError("n_max must be positive integers, one per task")
+    M, Dm = par.size, int(D.max())
+    if fixed_length:
+        L = np.broadcast_to(n_max[:, None], (M, b)).astype(np.int64)
+    else:
+        L = (g.random((M, b)) * n_max[:, None]).astype(np.int64) + 1
+    r = np.arange(Dm)
+    Dv, Lv = D[:, None, None], L[..., None]
+    # number of positions 1 <= t <= T with t ≡ r (mod Δ_i); none for r >= Δ_i
+    npos = np.where(r == 0, Lv // Dv, (Lv - r) // Dv + 1)
+    npos = np.where(r < Dv, np.maximum(npos, 0), 0)
+    modp = np.array([t == "modp" for t in tasks])
+    p = g.random((M, b, Dm))
+    p = np.where(modp[:, None, None], p, p[..., :1])  # SimpleTask: one law per string
+    res = L % D[:, None]
+    at_last = (r == res[..., None]).astype(np.int64)
+    p_last = np.take_along_axis(p, res[..., None], -1)[..., 0]
+    last = (g.random((M, b)) < p_last).astype(np.int64)
+    ones = g.binomial(npos - at_last, p) + at_last * last[..., None]
+    counts = np.stack([npos - ones, ones], 2).astype(float)
+    y = np.sin(par[:, None] * (L - 2 * ones[..., 0]) / L)  # SimpleTask
+    if modp.any():
+        k = 1  # the residue class of position 1
+        y = np.where(modp[:, None], ones[..., k] / np.maximum(npos[..., k], 1), y)
+    return counts, last, res, L, y
+
+
+def simple_task_batch(omegas, n_max, batch: int, rng, *, fixed_length: bool = False):
+    """SimpleTask data in the form ``(counts (M,b,2), last, lengths, target)``: the
+    :math:`\\Delta=1` case of :func:`task_batch`."""
+    om = real_array(omegas, "omegas", ndim=1)
+    counts, last, _, L, y = task_batch(
+        ["simple"] * om.size, om, n_max, batch, rng, fixed_length=fixed_length
+    )
+    return counts[..., 0], last, L, y
+
+
+class StackedAttentionReadout:
+    """``M`` independent one-layer, one-head transformers, trained together (every weight has a
+    leading model axis). Model :math:`i` has period :math:`\\Delta_i` (``periods``; 1 means no
+    positional encoding) and reads position :math:`j` as :math:`y_j=E_{x_j}+P_{j\\bmod\\Delta_i}`
+    (``P`` is zero for :math:`\\Delta_i=1`). Only the last query is computed:
+
+    .. math:: h=y_T+\\sum_{j\\le T}\\mathrm{softmax}_j
+              \\big(\\langle W_qy_T,W_ky_j\\rangle/\\sqrt d\\big)W_vy_j,
               \\qquad f=w^\\top\\mathrm{relu}(W_1h+b_1)+c.
 
-    Without positional encoding the keys and values of position :math:`j` depend on :math:`x_j`
-    alone, so the softmax sum regroups exactly by token:
-    :math:`\\sum_s c_s e^{\\ell_s}W_vE_s/\\sum_s c_s e^{\\ell_s}` with counts :math:`c_s`.
-    :meth:`from_counts` computes that (cost independent of :math:`T`); :meth:`__call__` runs the
-    explicit attention over a padded sequence, and a unit test checks that the two agree.
+    Keys and values of position :math:`j` depend on its (token, residue) class alone, so the
+    softmax sum regroups exactly by class: :math:`\\sum_cn_ce^{\\ell_c}W_vy_c/\\sum_cn_ce^{\\ell_c}`
+    with class counts :math:`n_c`. :meth:`from_counts` computes that (cost independent of
+    :math:`T`); :meth:`__call__` runs the explicit attention over a padded sequence, and a unit
+    test checks that the two agree. Plain softmax: no :math:`\\log N` scaling, no rounding.
 
     Book: :numref:`fig-17-train-curves` in book/17-length-generalization/training.md.
     """
 
-    def __init__(self, M: int, S: int, d: int, hidden: int, gen):
+    def __init__(self, M: int, S: int, d: int, hidden: int, gen, *, periods=None, dtype=None):
         import torch
+
+        dtype = torch.float64 if dtype is None else dtype
 
         M, S = positive_int(M, "M"), positive_int(S, "S")
         d, h = positive_int(d, "d"), positive_int(hidden, "hidden")
+        per = np.ones(M, dtype=np.int64) if periods is None else np.asarray(periods)
+        if per.shape != (M,) or not np.issubdtype(per.dtype, np.integer) or per.min() < 1:
+            raise ValueError(f"periods must be M = {M} positive integers")
 
         def p(*shape, scale):
             return (
-                torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
-            ).requires_grad_()
+                (torch.randn(*shape, generator=gen, dtype=torch.float64) * scale)
+                .to(dtype)
+                .requires_grad_()
+            )
 
         self.E = p(M, S, d, scale=1.0)
+        self.P = p(M, int(per.max()), d, scale=1.0)
         self.Wq, self.Wk, self.Wv = (p(M, d, d, scale=d**-0.5) for _ in range(3))
         self.W1, self.b1 = p(M, d, h, scale=d**-0.5), p(M, 1, h, scale=0.0)
-        self.w2, self.c = p(M, h, scale=h**-0.5), p(M, 1, scale=0.0)
-        self.d = d
+        self.w2, self.c = p(M, h, 1, scale=h**-0.5), p(M, 1, scale=0.0)
+        self.d, self.periods = d, torch.from_numpy(per)
+        self._pe = torch.from_numpy((per > 1).astype(float)).to(dtype)[:, None, None]  # P off: Δ=1
+        self.dtype = dtype
 
     def parameters(self):
-        return [self.E, self.Wq, self.Wk, self.Wv, self.W1, self.b1, self.w2, self.c]
+        return [self.E, self.P, self.Wq, self.Wk, self.Wv, self.W1, self.b1, self.w2, self.c]
 
     def _readout(self, h):
         import torch
 
-        hid = torch.relu(torch.einsum("mbe,meh->mbh", h, self.W1) + self.b1)
-        return torch.einsum("mbh,mh->mb", hid, self.w2) + self.c
+        hid = torch.relu(torch.bmm(h, self.W1) + self.b1)
+        return torch.bmm(hid, self.w2)[..., 0] + self.c
+
+    def _attend(self, q_in, k_in, log_mult, weights_only=False):
+        """Attention of queries ``q_in`` (M,b,d) over keys ``k_in`` (M,b,K,d) or (M,K,d)."""
+        import torch
+
+        q = torch.bmm(q_in, self.Wq)
+        if k_in.dim() == 3:  # keys shared by the batch: one class table per model
+            s = torch.bmm(q, torch.bmm(k_in, self.Wk).transpose(1, 2)) / math.sqrt(self.d)
+            w = torch.softmax(s + log_mult, dim=-1)
+            if weights_only:
+                return w
+            return q_in + torch.bmm(w, torch.bmm(k_in, self.Wv))
+        k = torch.einsum("mbtd,mde->mbte", k_in, self.Wk)
+        s = torch.einsum("mbe,mbte->mbt", q, k) / math.sqrt(self.d)
+        w = torch.softmax(s + log_mult, dim=-1)
+        return q_in + torch.einsum(
+            "mbt,mbte->mbe", w, torch.einsum("mbtd,mde->mbte", k_in, self.Wv)
+        )
 
     def __call__(self, tokens, lengths):
         """Explicit forward: ``tokens`` (M, batch, T) long, ``lengths`` (M, batch) -> (M, batch)."""
         import torch
 
         M, nb, T = tokens.shape
-        emb = torch.gather(self.E, 1, tokens.reshape(M, -1, 1).expand(-1, -1, self.d))
-        emb = emb.reshape(M, nb, T, self.d)
+        res = torch.arange(1, T + 1)[None, :] % self.periods[:, None]  # (M, T)
+        pe = torch.gather(self.P * self._pe, 1, res[..., None].expand(-1, -1, self.d))
+        emb = self.E[torch.arange(M)[:, None, None], tokens] + pe[:, None]  # (M, b, T, d)
         idx = (lengths - 1)[..., None, None].expand(-1, -1, 1, self.d)
         last = torch.gather(emb, 2, idx)[:, :, 0]
-        q = torch.einsum("mbd,mde->mbe", last, self.Wq)
-        k = torch.einsum("mbtd,mde->mbte", emb, self.Wk)
-        v = torch.einsum("mbtd,mde->mbte", emb, self.Wv)
-        s = torch.einsum("mbe,mbte->mbt", q, k) / math.sqrt(self.d)
         pad = torch.arange(T)[None, None, :] >= lengths[..., None]
-        w = torch.softmax(s.masked_fill(pad, -torch.inf), dim=-1)
-        return self._readout(last + torch.einsum("mbt,mbte->mbe", w, v))
+        mult = torch.zeros(pad.shape, dtype=emb.dtype).masked_fill(pad, -torch.inf)
+        return self._readout(self._attend(last, emb, mult))
 
-    def from_counts(self, counts, last):
-        """Same output from token counts ``counts`` (M, batch, S) and last tokens ``last``
-        (M, batch)."""
+    def from_counts(self, counts, last, res=None, *, attention: bool = False):
+        """Same output from class counts ``counts`` (M, batch, S) or (M, batch, S, Δmax), last
+        tokens ``last`` (M, batch) and last residues ``res`` (M, batch) :math:`=T\\bmod\\Delta_i`
+        (default 0). ``attention=True`` returns instead the attention mass of each (token, residue)
+        class, shape (M, batch, S, Δmax)."""
         import torch
 
-        M = counts.shape[0]
-        e_last = torch.gather(self.E, 1, last.reshape(M, -1, 1).expand(-1, -1, self.d))
-        q = torch.einsum("mbd,mde->mbe", e_last, self.Wq)
-        k = torch.einsum("msd,mde->mse", self.E, self.Wk)
-        v = torch.einsum("msd,mde->mse", self.E, self.Wv)
-        s = torch.einsum("mbe,mse->mbs", q, k) / math.sqrt(self.d)
-        logw = s + torch.log(counts)  # log(c_s e^{l_s}); c_s = 0 gives weight 0
-        w = torch.softmax(logw, dim=-1)
-        return self._readout(e_last + torch.einsum("mbs,mse->mbe", w, v))
+        M, nb, S = counts.shape[:3]
+        cnt = counts.reshape(M, nb, S, -1)
+        Dm = cnt.shape[-1]
+        P = (self.P * self._pe)[:, :Dm]
+        if Dm < self.P.shape[1] and (self.periods > Dm).any():
+            raise ValueError("counts must have a residue axis of length max(periods)")
+        cls = (self.E[:, :, None, :] + P[:, None, :, :]).reshape(M, S * Dm, self.d)
+        res = torch.zeros_like(last) if res is None else res
+        q_in = cls[torch.arange(M)[:, None], last * Dm + res]  # y_T = E_{x_T} + P_{T mod Δ}
+        log_mult = torch.log(cnt.reshape(M, nb, S * Dm).to(self.dtype))  # n_c = 0: weight 0
+        if attention:
+            return self._attend(q_in, cls, log_mult, weights_only=True).reshape(M, nb, S, Dm)
+        return self._readout(self._attend(q_in, cls, log_mult))
 
 
-def simple_task_batch(omegas, n_max, batch: int, rng, *, fixed_length: bool = False):
-    """SimpleTask data for ``M`` models: binary strings, :math:`\\pi\\sim\\mathrm{Dir}(1,1)` each.
+def train_stacked(
+    tasks, params, n_train, steps: int, rng, gen, *, d=8, hidden=64, batch=256, lr=1e-2, dtype=None
+):
+    """Train ``M=len(tasks)`` models of :class:`StackedAttentionReadout` at once, model ``i`` on
+    task ``tasks[i]`` with parameter ``params[i]`` (:math:`\\omega` or :math:`\\Delta`).
 
-    Lengths are uniform on :math:`1..N_i` (``n_max[i]``), or all equal to :math:`N_i` when
-    ``fixed_length``. Returns ``(counts (M,b,2), last (M,b), lengths (M,b), target (M,b))`` with
-    target :math:`\\sin(\\omega_i (c_0-c_1)/(c_0+c_1))`. The string is exchangeable given
-    :math:`\\pi`, so counts and last token are drawn directly: :math:`x_T\\sim\\pi`, the other
-    :math:`T-1` tokens binomial.
-    """
-    g = check_generator(rng)
-    b = positive_int(batch, "batch")
-    n_max = np.asarray(n_max, dtype=np.int64)
-    om = np.asarray(omegas, dtype=float)
-    if n_max.shape != om.shape or n_max.ndim != 1 or np.any(n_max < 1):
-        raise ValueError("n_max must be positive integers, one per entry of omegas")
-    M = om.size
-    if fixed_length:
-        L = np.broadcast_to(n_max[:, None], (M, b)).copy()
-    else:
-        L = (g.random((M, b)) * n_max[:, None]).astype(np.int64) + 1
-    p1 = g.random((M, b))  # first coordinate of Dir(1,1) is Uniform(0,1): P(token 1)
-    last = (g.random((M, b)) < p1).astype(np.int64)
-    ones = g.binomial(L - 1, p1) + last
-    counts = np.stack([L - ones, ones], -1).astype(float)
-    y = np.sin(om[:, None] * (L - 2 * ones) / L)
-    return counts, last, L, y
-
-
-def train_simple_task(omegas, n_train, steps: int, rng, gen, *, d=8, hidden=64, batch=256, lr=1e-2):
-    """Train ``M=len(omegas)`` models of :class:`StackedAttentionReadout` on SimpleTask at once.
-
-    Model ``i`` sees fresh batches each step with lengths uniform on :math:`1..N_i` (``n_train[i]``)
-    and target :math:`\\sin(\\omega_i m)`; Adam with cosine decay, squared loss. Returns the model.
+    Model ``i`` sees fresh batches each step (:func:`task_batch`) with lengths uniform on
+    :math:`1..N_i` (``n_train[i]``); Adam with cosine decay, squared loss summed over models.
 
     Book: :numref:`fig-17-train-curves` in book/17-length-generalization/training.md.
     """
     import torch
 
+    tasks, par, D = _periods(tasks, params)
     g = check_generator(rng)
     steps = positive_int(steps, "steps")
-    if len(omegas) != len(n_train):
-        raise ValueError("omegas and n_train must have the same length")
-    model = StackedAttentionReadout(len(omegas), 2, d, hidden, gen)
+    model = StackedAttentionReadout(par.size, 2, d, hidden, gen, periods=D, dtype=dtype)
     opt = torch.optim.Adam(model.parameters(), lr=positive(lr, "lr"), foreach=True)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     for _ in range(steps):
-        counts, last, _, y = simple_task_batch(omegas, n_train, batch, g)
-        out = model.from_counts(torch.from_numpy(counts), torch.from_numpy(last))
-        loss = ((out - torch.from_numpy(y)) ** 2).mean(1).sum()
+        counts, last, res, _, y = task_batch(tasks, par, n_train, batch, g)
+        out = model.from_counts(*(torch.from_numpy(a) for a in (counts, last, res)))
+        loss = ((out - torch.from_numpy(y).to(model.dtype)) ** 2).mean(1).sum()
         opt.zero_grad()
         loss.backward()
         opt.step()
@@ -717,22 +926,31 @@ def train_simple_task(omegas, n_train, steps: int, rng, gen, *, d=8, hidden=64, 
     return model
 
 
-def length_curve(model, omegas, lengths, n_eval: int, rng) -> np.ndarray:
+def train_simple_task(omegas, n_train, steps: int, rng, gen, **kw):
+    """:func:`train_stacked` with every model on SimpleTask (``omegas`` :math:`\\omega_i`)."""
+    om = real_array(omegas, "omegas", ndim=1)
+    return train_stacked(["simple"] * om.size, om, n_train, steps, rng, gen, **kw)
+
+
+def length_curve(model, tasks, params, lengths, n_eval: int, rng) -> np.ndarray:
     """Normalised test loss :math:`E(f-f^\\star)^2/\\mathrm{Var}f^\\star` at fixed lengths.
 
     ``lengths`` (M, K): the test lengths of each model. Returns (M, K).
     """
     import torch
 
+    tasks, par, _ = _periods(tasks, params)
     g = check_generator(rng)
     lengths = np.asarray(lengths, dtype=np.int64)
-    M, K = lengths.shape
-    out = np.empty((M, K))
+    if lengths.ndim != 2 or lengths.shape[0] != par.size:
+        raise ValueError(f"lengths must have shape (M, K) with M = {par.size}")
+    out = np.empty(lengths.shape)
     with torch.no_grad():
-        for k in range(K):
-            counts, last, _, y = simple_task_batch(
-                omegas, lengths[:, k], n_eval, g, fixed_length=True
+        for k in range(lengths.shape[1]):
+            counts, last, res, _, y = task_batch(
+                tasks, par, lengths[:, k], positive_int(n_eval, "n_eval"), g, fixed_length=True
             )
-            f = model.from_counts(torch.from_numpy(counts), torch.from_numpy(last)).numpy()
+            f = model.from_counts(*(torch.from_numpy(a) for a in (counts, last, res)))
+            f = f.double().numpy()
             out[:, k] = ((f - y) ** 2).mean(1) / y.var(1)
     return out
