@@ -223,3 +223,162 @@ def test_etc_explores_then_commits_to_the_leader():
     # after the exploration phase the FTRL weights sit on the empirical leader (arm 0 here)
     np.testing.assert_allclose(r.p_best[:, -1], 1.0)
     assert np.all(np.argmax(r.S_hat, 1) == 0)
+
+
+def test_hybrid_potential_gradient_is_the_ftrl_step():
+    S, beta = np.array([1.5, -0.3, 0.8, 0.0]), 0.7
+    p = bd.ftrl_weights(S, beta, "hybrid")
+    eps = 1e-6
+    grad = [
+        (
+            bd.hybrid_potential(S + eps * np.eye(4)[i], beta)
+            - bd.hybrid_potential(S - eps * np.eye(4)[i], beta)
+        )
+        / (2 * eps)
+        for i in range(4)
+    ]
+    np.testing.assert_allclose(grad, p, atol=1e-7)
+
+
+def test_hybrid_one_step_stability_lemma():
+    g = np.random.default_rng(4)
+    for _ in range(20):
+        k = int(g.integers(2, 6))
+        S = g.normal(size=k) * 3
+        beta = float(g.uniform(0.5, 5))
+        x = int(g.integers(k))
+        v = float(beta * g.uniform(0.01, 3))
+        exact = bd.hybrid_one_step_stability(S, beta, x, v)
+        assert 0 <= exact <= bd.hybrid_stability_bound(S, beta, x, v) * (1 + 1e-9)
+        # the quadrature agrees with the difference of potentials where that is well conditioned
+        Sx = S.copy()
+        Sx[x] += v
+        direct = bd.hybrid_potential(Sx, beta) - bd.hybrid_potential(S, beta)
+        direct -= v * bd.ftrl_weights(S, beta, "hybrid")[x]
+        assert exact == pytest.approx(direct, rel=1e-5, abs=1e-9)
+    assert bd.hybrid_one_step_stability(S, beta, 0, 0.0) == 0.0
+
+
+def test_hybrid_stability_bad_input():
+    S = np.array([0.0, 1.0, 2.0])
+    with pytest.raises(ValueError, match="x"):
+        bd.hybrid_one_step_stability(S, 1.0, 3, 1.0)
+    with pytest.raises(ValueError, match="v"):
+        bd.hybrid_stability_bound(S, 1.0, 0, -1.0)
+    with pytest.raises(ValueError, match="beta"):
+        bd.hybrid_one_step_stability(S, 0.0, 0, 1.0)
+    with pytest.raises(ValueError, match="S"):
+        bd.hybrid_potential(np.array([1.0]), 1.0)
+
+
+def test_matched_stability_bound_against_enumeration():
+    g = np.random.default_rng(6)
+    for _ in range(30):
+        k = int(g.integers(2, 7))
+        P = _random_P(g, k)
+        p = g.dirichlet(np.full(k, 0.05))
+        gam = float(g.uniform(0.001, 0.5))
+        d = (1 - gam) * p + gam / k
+        _, second = bd.estimator_moments(P, d)
+        assert (p * (1 - p)) @ second <= bd.matched_stability_bound(p, gam) * (1 + 1e-12)
+    # batch form, and the two branches
+    p = np.array([[1 - 1e-3, 5e-4, 5e-4], [1 / 3, 1 / 3, 1 / 3]])
+    b = bd.matched_stability_bound(p, np.array([0.1, 0.1]))
+    np.testing.assert_allclose(b, [4 * 1e-3 / 0.01, 2 * 2 / 0.1])
+    with pytest.raises(ValueError, match="gamma"):
+        bd.matched_stability_bound(p, 0.6)
+    with pytest.raises(ValueError, match="p"):
+        bd.matched_stability_bound(np.array([0.5, 0.6]), 0.1)
+
+
+def test_matched_rules_by_hand():
+    K = 5
+    beta = np.array([100.0, 100.0, 1.0])
+    p = np.array([[0.2] * 5, [1 - 4e-6] + [1e-6] * 4, [0.2] * 5])
+    gam = bd.matched_gamma(p, beta, K)
+    np.testing.assert_allclose(gam[0], np.sqrt(K / 100.0))  # spread weights: the old rule
+    np.testing.assert_allclose(gam[1], np.cbrt(2 * (K + 1) * 4e-6 / 100.0))  # the third branch
+    np.testing.assert_allclose(gam[2], 0.5)
+    assert np.all(gam <= bd.adaptive_gamma(beta, K))  # never explores more than the old rule
+    h_max = bd.hybrid_entropy_max(K)
+    assert h_max == pytest.approx(float(bd.hybrid_entropy(np.full(K, 1 / K))))
+    c = 2 / (3 * np.log(K))
+    assert bd.matched_schedule(K).c == pytest.approx(c)
+    np.testing.assert_allclose(
+        bd.entropy_beta_next(np.array([20.0, 20.0]), np.array([h_max, 0.0]), K, c),
+        [20 + c * np.sqrt(K / 20), 20.0],
+    )
+    with pytest.raises(ValueError, match="gamma_rule"):
+        bd.matched_schedule(K, gamma_rule="cube")
+
+
+def test_oracle_picks_the_best_beta_on_its_grid():
+    P = bd.utility_matrix(np.array([0.8, 0.0, 0.0, 0.0]))
+    T = 200
+    r = bd.simulate(
+        P,
+        np.zeros((2, T), int),
+        [bd.oracle_schedule()] * 2,
+        "shannon",
+        [T],
+        np.random.default_rng(1),
+        n_trace=T,
+    )
+    assert np.all(np.isin(r.beta, bd.ORACLE_GRID))
+    np.testing.assert_allclose(r.gamma, bd.adaptive_gamma(r.beta, 4))
+    with pytest.raises(ValueError, match="oracle"):
+        bd.simulate(
+            P,
+            np.zeros((1, T), int),
+            [bd.oracle_schedule()],
+            "hybrid",
+            [T],
+            np.random.default_rng(1),
+        )
+
+
+def test_lower_bound_matrix_gaps_and_errors():
+    K, n, delta, eps = 5, 3, 0.3, 0.1
+    P = bd.lower_bound_matrix(K, n, delta, eps)
+    bd.check_preference_matrix(P)
+    s = bd.shifted_borda(P)
+    np.testing.assert_allclose(s[0] - s[1:n], (K - n) * eps / K)
+    np.testing.assert_allclose(s[0] - s[n:], delta + (K - n + 1) * eps / K)
+    np.testing.assert_allclose(P[:n, :n], 0.5)  # good-vs-good duels carry no information
+    with pytest.raises(ValueError, match="delta"):
+        bd.lower_bound_matrix(K, n, 0.4, 0.2)
+    with pytest.raises(ValueError, match="n_good"):
+        bd.lower_bound_matrix(K, K, 0.3, 0.1)
+
+
+def test_exploration_floor_is_a_lower_bound_with_the_stated_rate():
+    K = 5
+    D = np.array([10.0, 100.0, 1e3, 1e4, 1e5])
+    m = bd.exploration_floor(K, D)
+    assert np.all(np.diff(m) <= 0)
+    # a fine direct minimisation over beta > 4K is an upper approximation of the infimum
+    beta = np.geomspace(4 * K * (1 + 1e-9), 1e12, 200_001)
+    direct = np.minimum(
+        (K - 1) / (2 * K),
+        ((K - 1) / K * np.sqrt(K / beta) + 0.25 * np.exp(-D[:, None] / beta)).min(1),
+    )
+    assert np.all(m <= direct) and np.all(m >= 0.97 * direct)
+    big = D >= K * np.sqrt(np.e)
+    assert np.all(m[big] >= 0.25 * np.sqrt(K / D[big]))
+    L = bd.exploration_floor_regret(K, 0.4, 1000)
+    assert L.shape == (1000,) and np.all(np.diff(L) > 0)
+    with pytest.raises(ValueError, match="D"):
+        bd.exploration_floor(K, -1.0)
+
+
+def test_solved_rows_stay_put_while_others_iterate():
+    """Regression: a row already at its root must not be moved by the bracket update while
+    other rows of the batch still iterate (it used to be bisected off the root)."""
+    g = np.random.default_rng(8)
+    S = g.normal(size=(6, 5)) * 10
+    beta = np.full(6, 3.0)
+    _, lam_exact = bd._hybrid_solve(S, beta, tol=1e-13, max_iter=200)
+    lam0 = lam_exact.copy()
+    lam0[3:] = np.sort(S, axis=1)[3:, -2]  # far from the root: these rows need iterations
+    p, _ = bd._hybrid_solve(S, beta, lam0, tol=1e-10, max_iter=8)
+    np.testing.assert_allclose(p, bd.ftrl_weights(S, beta, "hybrid"), atol=1e-9)

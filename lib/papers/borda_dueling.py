@@ -22,6 +22,13 @@ paper's regulariser). The regret is
 :math:`R_T=\max_i\sum_t s_t(i)-\sum_t\langle d_t,s_t\rangle` (the expectation over the two
 draws of round ``t`` is taken exactly; the randomness left is that of the past).
 
+Two schedules of :math:`(\beta_t,\gamma_t)` are ours (the paper's eq. (5) was not readable): the
+entropy-adaptive one with :math:`\gamma_t=\sqrt{K/\beta_t}` (:prf:ref:`def-06-schedule`), for
+which no learning rate gives polylogarithmic stochastic regret (:prf:ref:`prop-06-floor`), and
+the stability-matched one (:prf:ref:`def-06-matched`), whose exploration shrinks with
+:math:`a_t=1-\max_ip_t(i)` through the hybrid stability term
+:math:`\beta_t^{-1}\sum_ip_i(1-p_i)\hat s_i^2` (:prf:ref:`lem-06-hybrid-stability`).
+
 Shapes: a preference matrix is ``(K, K)``; a stack of them ``(M, K, K)``; a batch of
 independent runs (seeds times configurations) has ``B`` rows.
 """
@@ -31,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import integrate, special
 
 from lib.validate import check_generator, positive, positive_int, real, real_array
 
@@ -43,18 +51,30 @@ __all__ = [
     "estimator_moments",
     "ftrl_weights",
     "hybrid_entropy",
+    "hybrid_entropy_max",
     "shannon_entropy",
+    "hybrid_potential",
+    "hybrid_one_step_stability",
+    "hybrid_stability_bound",
+    "matched_stability_bound",
     "dexp3_params",
     "Schedule",
     "fixed_schedule",
     "adaptive_schedule",
+    "matched_schedule",
+    "oracle_schedule",
     "etc_schedule",
     "dexp3_bound",
     "switching_index",
     "corruption_index",
+    "lower_bound_matrix",
+    "exploration_floor",
+    "exploration_floor_regret",
     "play_round",
     "adaptive_gamma",
     "adaptive_beta_next",
+    "matched_gamma",
+    "entropy_beta_next",
     "second_moment_closed_form",
     "simulate",
     "SimResult",
@@ -134,9 +154,12 @@ def borda_estimate(x, y, o, q) -> np.ndarray:
 def _estimate_update(S: np.ndarray, x, y, o, d: np.ndarray) -> None:
     """Add the estimate of eq. ``06-estimator`` to ``S`` in place: row ``b`` gets
     :math:`o_b/(K d_b(x_b) d_b(y_b))` at column ``x_b``. Shared by :func:`borda_estimate` and
-    :func:`play_round` (no validation: callers check their inputs)."""
+    :func:`play_round` (no validation: callers check their inputs). Returns the increments
+    ``(B,)``."""
     rows = np.arange(S.shape[0])
-    S[rows, x] += o / (S.shape[1] * d[rows, x] * d[rows, y])
+    v = o / (S.shape[1] * d[rows, x] * d[rows, y])
+    S[rows, x] += v
+    return v
 
 
 def estimator_moments(P, q) -> tuple[np.ndarray, np.ndarray]:
@@ -170,14 +193,13 @@ def second_moment_closed_form(P, q) -> np.ndarray:
 # --------------------------------------------------------------------------- FTRL step
 def shannon_entropy(p) -> np.ndarray:
     """:math:`H(p)=-\\sum_i p_i\\log p_i` along the last axis."""
-    p = np.asarray(p, dtype=float)
-    return -np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0), axis=-1)
+    return special.entr(np.asarray(p, dtype=float)).sum(-1)
 
 
 def hybrid_entropy(p) -> np.ndarray:
     """:math:`h(p)=-\\sum_i[p_i\\log p_i+(1-p_i)\\log(1-p_i)]` along the last axis."""
     p = np.asarray(p, dtype=float)
-    return shannon_entropy(p) + shannon_entropy(1.0 - p)
+    return (special.entr(p) + special.entr(1.0 - p)).sum(-1)
 
 
 def _hybrid_solve(S, beta, lam0=None, tol=1e-9, max_iter=60):
@@ -210,7 +232,8 @@ def _hybrid_solve(S, beta, lam0=None, tol=1e-9, max_iter=60):
         ak = a[rows, k]
         C = -np.logaddexp(0.0, ak)  # log sigma(-a_k) = log(1 - p_k)
         g = A - C
-        if np.all(np.abs(g) < tol):
+        done = np.abs(g) < tol
+        if np.all(done):
             break
         gp = -(((w / sw[:, None]) * (1.0 - sig)).sum(1) + sig[rows, k]) / beta
         pos = g > 0
@@ -218,7 +241,8 @@ def _hybrid_solve(S, beta, lam0=None, tol=1e-9, max_iter=60):
         hi = np.where(pos, hi, lam)
         new = lam - g / gp
         bad = ~np.isfinite(new) | (new <= lo) | (new >= hi)
-        lam = np.where(bad, (lo + hi) / 2, new)
+        # rows already solved stay put (a bisection step would move them off the root)
+        lam = np.where(done, lam, np.where(bad, (lo + hi) / 2, new))
     a = (S - lam[:, None]) / beta[:, None]
     sig = 0.5 * (1.0 + np.tanh(0.5 * a))
     return sig / sig.sum(1, keepdims=True), lam
@@ -280,18 +304,121 @@ def ftrl_weights(S_hat, beta, kind: str = "shannon") -> np.ndarray:
     return p[0] if one else p
 
 
+def hybrid_entropy_max(K: int) -> float:
+    r""":math:`h_{\max}=\max_{p\in\Delta_K}h(p)=\log K+(K-1)\log\frac K{K-1}` (uniform law)."""
+    K = positive_int(K, "K")
+    if K < 2:
+        raise ValueError(f"K must be >= 2, got {K}")
+    return float(np.log(K) + (K - 1) * np.log(K / (K - 1)))
+
+
+def _hybrid_point(S, beta, x, v):
+    """Validate the one-step stability arguments; returns ``(S, beta, x, v, p)``."""
+    S = real_array(S, "S", ndim=1)
+    if S.size < 2:
+        raise ValueError(f"S must have at least 2 entries, got {S.size}")
+    beta = positive(beta, "beta")
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or not 0 <= x < S.size:
+        raise ValueError(f"x must be an integer arm in [0, {S.size}), got {x!r}")
+    v = real(v, "v", lo=0.0)
+    return S, beta, int(x), v, ftrl_weights(S, beta, "hybrid")
+
+
+def hybrid_potential(S, beta) -> float:
+    r"""FTRL potential :math:`\Phi_\beta(S)=\max_{p\in\Delta_K}\langle p,S\rangle-\beta\psi(p)
+    =\langle p,S\rangle+\beta h(p)` for the hybrid :math:`\psi` (eq. ``06-hybrid``); ``S`` ``(K,)``.
+
+    Its gradient is the FTRL step :math:`p=\nabla\Phi_\beta(S)`, so the stability term of round
+    :math:`t` is the Bregman gap of :math:`\Phi` (:func:`hybrid_one_step_stability`).
+    """
+    S = real_array(S, "S", ndim=1)
+    p = ftrl_weights(S, positive(beta, "beta"), "hybrid")
+    return float(p @ S + beta * hybrid_entropy(p))
+
+
+def hybrid_one_step_stability(S, beta, x, v) -> float:
+    r"""Exact stability term of one FTRL round with a one-arm gain :math:`\hat s=v\,e_x`:
+
+    .. math:: D=\Phi_\beta(S+v e_x)-\Phi_\beta(S)-v\,p_x
+              =\int_0^v\bigl(p_x(S+u\,e_x)-p_x(S)\bigr)\,du,
+
+    computed by adaptive quadrature of the second form (the first loses digits to cancellation).
+    ``S`` ``(K,)``, ``beta`` > 0, ``x`` an arm, ``v`` >= 0.
+
+    Book: :prf:ref:`lem-06-hybrid-stability` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
+    """
+    S, beta, x, v, p = _hybrid_point(S, beta, x, v)
+    if v == 0:
+        return 0.0
+
+    def excess(u):
+        shifted = S.copy()
+        shifted[x] += u
+        return ftrl_weights(shifted, beta, "hybrid")[x] - p[x]
+
+    # the integrand rises from 0 to at most 1 - p_x, over a width of order beta
+    points = [min(v, beta * k) for k in (1, 4, 16) if beta * k < v] or None
+    val, _ = integrate.quad(excess, 0.0, v, points=points, epsabs=1e-14, epsrel=1e-10, limit=200)
+    return float(max(val, 0.0))
+
+
+def hybrid_stability_bound(S, beta, x, v) -> float:
+    r"""Bound of :prf:ref:`lem-06-hybrid-stability` on :func:`hybrid_one_step_stability`:
+
+    .. math:: D\le\frac{e^{v/\beta}}{2\beta}\sum_ip_i(1-p_i)\hat s_i^2
+              =\frac{e^{v/\beta}}{2\beta}\,v^2\,p_x(1-p_x),\qquad \hat s=v\,e_x .
+
+    ``S`` ``(K,)``, ``beta`` > 0, ``x`` an arm, ``v`` >= 0.
+    """
+    S, beta, x, v, p = _hybrid_point(S, beta, x, v)
+    return float(np.exp(v / beta) * v**2 * p[x] * (1.0 - p[x]) / (2.0 * beta))
+
+
+def matched_stability_bound(p, gamma) -> np.ndarray:
+    r"""Bound of :prf:ref:`cor-06-expected-stability` on the expected hybrid stability sum:
+
+    .. math:: \mathbb E_t\Bigl[\sum_ip_i(1-p_i)\hat s_i^2\Bigr]\le
+              \min\Bigl\{\frac{(K+1)\,a}{\gamma^2},\ \frac{2(K-1)}{\gamma}\Bigr\},
+              \qquad a=1-\max_ip_i,
+
+    for :math:`x,y\sim d=(1-\gamma)p+\gamma/K` and :math:`0<\gamma\le\tfrac12`. ``p`` ``(K,)`` or
+    ``(B, K)``; ``gamma`` scalar or ``(B,)``. Returns a scalar or ``(B,)``.
+    """
+    p = real_array(p, "p")
+    if p.ndim not in (1, 2) or p.shape[-1] < 2:
+        raise ValueError(f"p must have shape (K,) or (B, K) with K >= 2, got {p.shape}")
+    if np.any(p < 0) or not np.allclose(p.sum(-1), 1.0, atol=1e-9):
+        raise ValueError("p must be a probability vector (rows on the simplex)")
+    g = real_array(gamma, "gamma")
+    if np.any(g <= 0) or np.any(g > 0.5):
+        raise ValueError("gamma must lie in (0, 1/2]")
+    K = p.shape[-1]
+    a = p.sum(-1) - p.max(-1)  # 1 - max_i p_i, without cancellation when a is tiny
+    return np.minimum((K + 1) * a / g**2, 2 * (K - 1) / g)
+
+
 # --------------------------------------------------------------------------- schedules
 @dataclass(frozen=True)
 class Schedule:
-    """Learning-rate and exploration schedule (one per batch row).
+    r"""Learning-rate and exploration schedule (one per batch row).
 
-    ``mode="fixed"``: constant :math:`\\beta=\\beta_1`, :math:`\\gamma=\\gamma_1` (DEXP3 tuned for
-    a horizon). ``mode="adaptive"`` (our reconstruction, :prf:ref:`def-06-schedule` in
-    book/06-dueling-bandits-borda/ftrl_hybrid.md):
-    :math:`\\gamma_t=\\min\\{\\tfrac12,\\sqrt{K/\\beta_t}\\}`,
-    :math:`\\beta_{t+1}=\\beta_t+c\\,\\sqrt{K/\\beta_t}/\\max\\{h_t,h_{\\min}\\}`.
-    ``mode="etc"``: explore-then-commit, :math:`\\gamma_t=1` for ``t < explore_rounds`` and 0
-    after, with a vanishing :math:`\\beta` (plays the empirical Borda leader twice).
+    ``mode="fixed"``: constant :math:`\beta=\beta_1`, :math:`\gamma=\gamma_1` (DEXP3 tuned for
+    a horizon). ``mode="adaptive"``: our reconstructions (book/06-dueling-bandits-borda/
+    ftrl_hybrid.md), with a learning-rate rule ``beta_rule`` and an exploration rule ``gamma_rule``:
+
+    * ``beta_rule="penalty"`` (:prf:ref:`def-06-schedule`):
+      :math:`\beta_{t+1}=\beta_t+c\sqrt{K/\beta_t}/\max\{h_t,h_{\min}\}`;
+    * ``beta_rule="entropy"`` (:prf:ref:`def-06-matched`):
+      :math:`\beta_{t+1}=\beta_t+c\sqrt{K/\beta_t}\,h_t/h_{\max}`;
+    * ``gamma_rule="sqrt"``: :math:`\gamma_t=\min\{\tfrac12,\sqrt{K/\beta_t}\}`;
+    * ``gamma_rule="matched"``: :math:`\gamma_t=\min\{\tfrac12,\sqrt{K/\beta_t},
+      (2(K+1)a_t/\beta_t)^{1/3}\}`, :math:`a_t=1-\max_ip_t(i)`.
+
+    ``mode="oracle"`` (:prf:ref:`prop-06-floor`): Shannon weights, :math:`\gamma_t=\min\{\tfrac12,
+    \sqrt{K/\beta_t}\}`, and each round the :math:`\beta_t` on a log grid that minimises the
+    expected regret of the round :math:`\sum_i\Delta_id_t(i)`, knowing the gaps of ``Ms[0]``.
+    ``mode="etc"``: explore-then-commit, :math:`\gamma_t=1` for ``t < explore_rounds`` and 0
+    after, with a vanishing :math:`\beta` (plays the empirical Borda leader twice).
     """
 
     mode: str
@@ -300,27 +427,57 @@ class Schedule:
     c: float = 1.0
     h_min: float = 1e-3
     explore_rounds: int = 0
+    beta_rule: str = "penalty"
+    gamma_rule: str = "sqrt"
 
 
 def adaptive_gamma(beta, K: int) -> np.ndarray:
-    """Exploration rule of eq. ``06-schedule``:
-    :math:`\\gamma_t=\\min\\{\\tfrac12,\\sqrt{K/\\beta_t}\\}`.
+    r"""Exploration rule of eq. ``06-schedule``:
+    :math:`\gamma_t=\min\{\tfrac12,\sqrt{K/\beta_t}\}`.
 
     Book: :prf:ref:`def-06-schedule` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
     """
     return np.minimum(0.5, np.sqrt(K / np.asarray(beta, dtype=float)))
 
 
+def matched_gamma(p, beta, K: int) -> np.ndarray:
+    r"""Stability-matched exploration (eq. ``06-matched-gamma``):
+    :math:`\gamma_t=\min\{\tfrac12,\sqrt{K/\beta_t},(2(K+1)a_t/\beta_t)^{1/3}\}` with
+    :math:`a_t=1-\max_ip_t(i)`. The last branch minimises
+    :math:`\gamma+(K+1)a_t/(\beta_t\gamma^2)`, exploration against the bound of
+    :prf:ref:`cor-06-expected-stability`. ``p`` ``(B, K)``, ``beta`` ``(B,)``.
+
+    Book: :prf:ref:`def-06-matched` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
+    """
+    p = np.asarray(p, dtype=float)
+    beta = np.asarray(beta, dtype=float)
+    a = p.sum(-1) - p.max(-1)  # 1 - max_i p_i, without cancellation when a is tiny
+    return np.minimum(adaptive_gamma(beta, K), np.cbrt(2 * (K + 1) * a / beta))
+
+
 def adaptive_beta_next(beta, h, K: int, c=1.0, h_min=1e-3) -> np.ndarray:
-    """Learning-rate rule of eq. ``06-schedule``:
-    :math:`\\beta_{t+1}=\\beta_t+c\\sqrt{K/\\beta_t}/\\max\\{h_t,h_{\\min}\\}`, so that the
-    penalty increment :math:`(\\beta_{t+1}-\\beta_t)h_t` is :math:`c\\sqrt{K/\\beta_t}` whatever
+    r"""Learning-rate rule of eq. ``06-schedule``:
+    :math:`\beta_{t+1}=\beta_t+c\sqrt{K/\beta_t}/\max\{h_t,h_{\min}\}`, so that the
+    penalty increment :math:`(\beta_{t+1}-\beta_t)h_t` is :math:`c\sqrt{K/\beta_t}` whatever
     :math:`h_t` is. Arrays broadcast.
 
     Book: :prf:ref:`def-06-schedule` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
     """
     beta = np.asarray(beta, dtype=float)
     return beta + c * np.sqrt(K / beta) / np.maximum(h, h_min)
+
+
+def entropy_beta_next(beta, h, K: int, c=1.0) -> np.ndarray:
+    r"""Entropy-proportional learning rate (eq. ``06-matched-beta``):
+    :math:`\beta_{t+1}=\beta_t+c\sqrt{K/\beta_t}\,h_t/h_{\max}`, so that
+    :math:`\beta_t^{3/2}\approx\tfrac32c\sqrt K\sum_{s<t}h_s/h_{\max}` (it stops growing when the
+    weights concentrate). Arrays broadcast.
+
+    Book: :prf:ref:`def-06-matched` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
+    """
+    beta = np.asarray(beta, dtype=float)
+    h_max = np.log(K) + (K - 1) * np.log(K / (K - 1))  # hybrid_entropy_max(K), unvalidated
+    return beta + c * np.sqrt(K / beta) * np.asarray(h, dtype=float) / h_max
 
 
 def dexp3_params(K: int, T: int) -> tuple[float, float]:
@@ -349,9 +506,31 @@ def etc_schedule(explore_rounds: int) -> Schedule:
 
 
 def adaptive_schedule(K: int, c: float = 1.0, h_min: float = 1e-3) -> Schedule:
-    """Our reconstructed entropy-adaptive schedule, started at :math:`\\beta_1=4K`."""
+    """Our first reconstruction (:prf:ref:`def-06-schedule`), started at :math:`\\beta_1=4K`."""
     K = positive_int(K, "K")
     return Schedule("adaptive", 4.0 * K, 0.5, positive(c, "c"), positive(h_min, "h_min"))
+
+
+def matched_schedule(K: int, c: float | None = None, gamma_rule: str = "matched") -> Schedule:
+    """Our second reconstruction (:prf:ref:`def-06-matched`), started at :math:`\\beta_1=4K`:
+    entropy-proportional :math:`\\beta_t` with the stability-matched exploration
+    (``gamma_rule="matched"``) or, as a control, with :math:`\\gamma_t=\\sqrt{K/\\beta_t}`
+    (``gamma_rule="sqrt"``). The default :math:`c=2/(3\\log K)` makes
+    :math:`\\beta_t=(\\sqrt K\\,t/\\log K)^{2/3}` when :math:`h_t=h_{\\max}` throughout, which is
+    DEXP3's :math:`1/\\eta` for horizon :math:`t` (eq. ``06-dexp3``)."""
+    K = positive_int(K, "K")
+    if K < 2:
+        raise ValueError(f"K must be >= 2, got {K}")
+    c = 2.0 / (3.0 * np.log(K)) if c is None else positive(c, "c")
+    if gamma_rule not in ("matched", "sqrt"):
+        raise ValueError(f"gamma_rule must be 'matched' or 'sqrt', got {gamma_rule!r}")
+    return Schedule("adaptive", 4.0 * K, 0.5, c, beta_rule="entropy", gamma_rule=gamma_rule)
+
+
+def oracle_schedule() -> Schedule:
+    """The round-by-round optimal learning rate of :prf:ref:`prop-06-floor` (Shannon weights,
+    :math:`\\gamma_t=\\min\\{\\tfrac12,\\sqrt{K/\\beta_t}\\}`; it knows the gaps)."""
+    return Schedule("oracle", 1.0, 0.5)
 
 
 def dexp3_bound(K: int, T: int) -> float:
@@ -387,28 +566,107 @@ def corruption_index(T: int, C: float, per_round: float) -> np.ndarray:
     return out
 
 
-# --------------------------------------------------------------------------- simulation
-def play_round(S, beta, gamma, hyb, lam, u, Ms, m):
-    """One round of :prf:ref:`alg-06-ftrl` for ``B`` learners; updates ``S`` in place.
+def lower_bound_matrix(K: int, n_good: int, delta: float, eps: float) -> np.ndarray:
+    r"""Preferences of the lower-bound construction (our reconstruction of Saha et al.'s):
 
-    FTRL weights :math:`p_t` (eq. ``06-hybrid-kkt`` or softmax), mixing
-    :math:`d_t=(1-\\gamma_t)p_t+\\gamma_t/K`, two i.i.d. draws from :math:`d_t`, the duel
-    :math:`o_t\\sim\\mathrm{Bern}(P_t(x_t,y_t))` with :math:`P_t=M_{m_b}`, and the estimate of
-    eq. ``06-estimator``. ``S`` ``(B, K)``; ``beta, gamma, lam`` ``(B,)``; ``hyb`` bool ``(B,)``;
-    ``u`` ``(3, B)`` uniforms; ``Ms`` ``(M, K, K)``; ``m`` int ``(B,)``. Returns ``(p, d, lam)``.
+    arms ``0..n_good-1`` are *good*, the others *bad*; :math:`P(i,j)=\tfrac12` within each group,
+    :math:`P(g,b)=\tfrac12+\delta` for a good :math:`g` against a bad :math:`b`, and arm 0 beats the
+    bad arms by :math:`\varepsilon` more. Comparisons among good arms carry no information; only
+    duels against the costly bad arms tell arm 0 apart. Shifted gaps: :math:`(K-n)\varepsilon/K`
+    for the other good arms, :math:`\delta+(K-n+1)\varepsilon/K` for the bad ones.
+
+    Book: :prf:ref:`def-06-lower-bound` in book/06-dueling-bandits-borda/three_worlds.md.
+    """
+    K = positive_int(K, "K")
+    n = positive_int(n_good, "n_good")
+    if not 2 <= n < K:
+        raise ValueError(f"n_good must be in [2, K), got {n} with K = {K}")
+    delta = real(delta, "delta", lo=0.0)
+    eps = real(eps, "eps", lo=0.0)
+    if delta + eps > 0.5:
+        raise ValueError(f"delta + eps must be <= 1/2, got {delta + eps:.4g}")
+    good = np.arange(K) < n
+    P = np.full((K, K), 0.5)
+    P[np.ix_(good, ~good)] = 0.5 + delta
+    P[0, ~good] += eps
+    P[np.ix_(~good, good)] = 1.0 - P[np.ix_(good, ~good)].T
+    return P
+
+
+def exploration_floor(K: int, D) -> np.ndarray:
+    r"""Lower bound :math:`m_K(D)` of :prf:ref:`prop-06-floor` (shape of ``D``):
+
+    .. math:: m_K(D)=\min\Bigl\{\frac{K-1}{2K},\ \inf_{\beta>4K}\Bigl[\frac{K-1}K
+              \sqrt{K/\beta}+\tfrac14e^{-D/\beta}\Bigr]\Bigr\}.
+
+    The infimum over :math:`y=1/\beta\in(0,\frac1{4K})` is bounded *from below* on a log grid
+    :math:`y_0<\dots<y_n`: on each cell the first term is at least its value at the left end and
+    the second at its value at the right end (both monotone), and below :math:`y_0` the first
+    term is dropped. So the returned value never exceeds the true :math:`m_K(D)`.
+    """
+    K = positive_int(K, "K")
+    if K < 2:
+        raise ValueError(f"K must be >= 2, got {K}")
+    D = real_array(D, "D")
+    if np.any(D < 0):
+        raise ValueError("D must be non-negative")
+    y = np.geomspace(1e-14, 1.0 / (4 * K), 1001)
+    A = (K - 1) / K * np.sqrt(K)
+    flat = D.ravel()
+    inf_lb = np.empty(flat.size)
+    for k in range(0, flat.size, 1024):  # blocks keep the (block, grid) array small
+        blk = flat[k : k + 1024, None]
+        cells = A * np.sqrt(y[:-1]) + 0.25 * np.exp(-blk * y[1:])
+        inf_lb[k : k + 1024] = np.minimum(cells.min(1), 0.25 * np.exp(-blk[:, 0] * y[0]))
+    return np.minimum((K - 1) / (2 * K), inf_lb).reshape(D.shape)
+
+
+def exploration_floor_regret(K: int, delta_min: float, T: int) -> np.ndarray:
+    r"""Cumulative lower bound of :prf:ref:`prop-06-floor`,
+    :math:`L_t=\frac{\Delta_{\min}}2\sum_{s=1}^t m_K(2s)` for :math:`t=1..T`, shape ``(T,)``."""
+    T = positive_int(T, "T")
+    delta_min = positive(delta_min, "delta_min")
+    s = np.arange(1, T + 1, dtype=float)
+    return delta_min / 2 * np.cumsum(exploration_floor(K, 2 * s))
+
+
+# --------------------------------------------------------------------------- simulation
+def play_round(S, p, gamma, u, Ms, m):
+    r"""One round of :prf:ref:`alg-06-ftrl` for ``B`` learners, after the FTRL step; updates ``S``.
+
+    Mixing :math:`d_t=(1-\gamma_t)p_t+\gamma_t/K`, two i.i.d. draws from :math:`d_t`, the duel
+    :math:`o_t\sim\mathrm{Bern}(P_t(x_t,y_t))` with :math:`P_t=M_{m_b}`, and the estimate of
+    eq. ``06-estimator``. ``S``, ``p`` ``(B, K)``; ``gamma`` ``(B,)``; ``u`` ``(3, B)`` uniforms;
+    ``Ms`` ``(M, K, K)``; ``m`` int ``(B,)``. Returns ``d`` ``(B, K)`` and the estimate
+    :math:`\hat s_t(x_t)` added to each row, ``(B,)``.
 
     Book: :prf:ref:`alg-06-ftrl` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
     """
     K = S.shape[1]
-    p, lam = _ftrl_step(S, beta, hyb, lam)
     d = (1.0 - gamma)[:, None] * p + (gamma / K)[:, None]
     cum = np.cumsum(d, axis=1)
     cum[:, -1] = 1.0
     x = (u[0][:, None] > cum).sum(1)
     y = (u[1][:, None] > cum).sum(1)
     o = (u[2] < Ms[m, x, y]).astype(float)
-    _estimate_update(S, x, y, o, d)
-    return p, d, lam
+    return d, _estimate_update(S, x, y, o, d)
+
+
+ORACLE_GRID = np.geomspace(1.0, 1e8, 73)  # candidate beta of the oracle, 6.6% apart
+
+
+def _oracle_step(S, gaps, K):
+    r"""Round-by-round optimal :math:`\beta` on :data:`ORACLE_GRID` for Shannon weights with
+    :math:`\gamma=\min\{\tfrac12,\sqrt{K/\beta}\}`: minimises :math:`\sum_i\Delta_id_i`.
+    ``S`` ``(B, K)``; returns ``(p, beta, gamma)``."""
+    z = S[:, None, :] / ORACLE_GRID[None, :, None]
+    w = np.exp(z - z.max(-1, keepdims=True))
+    w /= w.sum(-1, keepdims=True)  # (B, G, K) softmax for every candidate beta
+    g = adaptive_gamma(ORACLE_GRID, K)
+    cost = (1.0 - g) * (w @ gaps) + g * gaps.mean()
+    best = np.argmin(cost, axis=1)
+    rows = np.arange(S.shape[0])
+    return w[rows, best], ORACLE_GRID[best], g[best]
 
 
 @dataclass
@@ -420,7 +678,8 @@ class SimResult:
     uncorrupted preferences in a corrupted run), :math:`\\sum_t\\sum_i\\Delta_i d_t(i)`;
     ``checkpoints``: ``(n,)``; ``p_best``/``gamma``/``beta``: ``(B, n_trace)`` traces of
     :math:`p_t(i^*)`, :math:`\\gamma_t`, :math:`\\beta_t` at ``trace_t``;
-    ``S_hat``: final cumulative estimates ``(B, K)``.
+    ``S_hat``: final cumulative estimates ``(B, K)``; ``max_step``: ``(B,)`` the largest
+    :math:`\\hat s_t(x_t)/\\beta_t` over the run (:prf:ref:`rem-06-rare-duels`).
     """
 
     regret: np.ndarray
@@ -431,6 +690,7 @@ class SimResult:
     gamma: np.ndarray
     beta: np.ndarray
     S_hat: np.ndarray
+    max_step: np.ndarray
 
 
 def simulate(
@@ -485,21 +745,35 @@ def simulate(
     sb = Ms.mean(axis=-1)  # (M, K) shifted Borda scores
     best = int(np.argmax(sb[0])) if best_arm is None else int(best_arm)
 
+    modes = ("fixed", "adaptive", "etc", "oracle")
     for s in schedules:
-        if not isinstance(s, Schedule) or s.mode not in ("fixed", "adaptive", "etc"):
-            raise ValueError("schedules must be Schedule objects with a known mode")
+        if (
+            not isinstance(s, Schedule)
+            or s.mode not in modes
+            or s.beta_rule not in ("penalty", "entropy")
+            or s.gamma_rule not in ("sqrt", "matched")
+        ):
+            raise ValueError("schedules must be Schedule objects with a known mode and rules")
     adaptive = np.array([s.mode == "adaptive" for s in schedules])
     etc = np.array([s.mode == "etc" for s in schedules])
+    oracle = np.array([s.mode == "oracle" for s in schedules])
+    ent_beta = adaptive & np.array([s.beta_rule == "entropy" for s in schedules])
+    matched = adaptive & np.array([s.gamma_rule == "matched" for s in schedules])
     n_explore = np.array([s.explore_rounds for s in schedules])
-    any_adaptive, any_etc = bool(adaptive.any()), bool(etc.any())
+    any_adaptive, any_etc, any_oracle = bool(adaptive.any()), bool(etc.any()), bool(oracle.any())
+    any_matched = bool(matched.any())
     beta = np.array([s.beta1 for s in schedules], dtype=float)
     gamma = np.array([s.gamma1 for s in schedules], dtype=float)
     c = np.array([s.c for s in schedules], dtype=float)
     h_min = np.array([s.h_min for s in schedules], dtype=float)
     hyb = np.array([k == "hybrid" for k in kinds])
+    if np.any(oracle & hyb):
+        raise ValueError("oracle schedules run Shannon weights: give them kind 'shannon'")
+    gaps = sb[0].max() - sb[0]  # (K,) the oracle's knowledge
 
     S = np.zeros((B, K))
     lam = np.full(B, np.nan)
+    max_step = np.zeros(B)
     gain = np.zeros(B)
     gain_ref = np.zeros(B)
     sb0 = sb[0]
@@ -514,17 +788,29 @@ def simulate(
     for t in range(T):
         if t % chunk == 0:  # same stream as one (T, 3, B) draw, without holding it in memory
             U = rng.random((min(chunk, T - t), 3, B))
+        p, lam = _ftrl_step(S, beta, hyb, lam)
+        if any_oracle:
+            p[oracle], beta[oracle], gamma[oracle] = _oracle_step(S[oracle], gaps, K)
         if any_adaptive:
-            gamma = np.where(adaptive, adaptive_gamma(beta, K), gamma)
+            gamma[adaptive] = adaptive_gamma(beta[adaptive], K)
+            if any_matched:
+                gamma[matched] = matched_gamma(p[matched], beta[matched], K)
         if any_etc:
             gamma = np.where(etc, (t < n_explore).astype(float), gamma)
         m = idx[:, t]
-        p, d, lam = play_round(S, beta, gamma, hyb, lam, U[t % chunk], Ms, m)
+        d, v = play_round(S, p, gamma, U[t % chunk], Ms, m)
+        np.maximum(max_step, v / beta, out=max_step)
         gain += (d * sb[m]).sum(1)
         gain_ref += d @ sb0
         if any_adaptive:
-            h = np.where(hyb, hybrid_entropy(p), shannon_entropy(p))
-            beta = np.where(adaptive, adaptive_beta_next(beta, h, K, c, h_min), beta)
+            pa = p[adaptive]
+            h = np.where(hyb[adaptive], hybrid_entropy(pa), shannon_entropy(pa))
+            nxt = np.where(
+                ent_beta[adaptive],
+                entropy_beta_next(beta[adaptive], h, K, c[adaptive]),
+                adaptive_beta_next(beta[adaptive], h, K, c[adaptive], h_min[adaptive]),
+            )
+            beta[adaptive] = nxt
         if ti < trace_t.size and t + 1 == trace_t[ti]:
             tr_p[:, ti], tr_g[:, ti], tr_b[:, ti] = p[:, best], gamma, beta
             ti += 1
@@ -533,4 +819,4 @@ def simulate(
             regret[:, ci] = (counts @ sb).max(1) - gain
             regret_ref[:, ci] = (t + 1) * sb0.max() - gain_ref
             ci += 1
-    return SimResult(regret, regret_ref, cps, trace_t, tr_p, tr_g, tr_b, S)
+    return SimResult(regret, regret_ref, cps, trace_t, tr_p, tr_g, tr_b, S, max_step)
