@@ -44,7 +44,19 @@ if _nbval is not None:
                 yield from super().collect()
 
         def setup(self):
-            super().setup()
+            # Two pytest-xdist workers start kernels at the same moment; jupyter_client picks
+            # free ports by binding and releasing them, so both can pick the same port and one
+            # kernel dies at startup ("Kernel died before replying to kernel_info", seen once
+            # in CI). That is the launcher's race, not the notebook's: start again, at most
+            # twice more, after a short pause.
+            for attempt in range(3):
+                try:
+                    super().setup()
+                    break
+                except RuntimeError as err:
+                    if "Kernel died" not in str(err) or attempt == 2:
+                        raise
+                    time.sleep(1.0 + attempt)
             kc = self.kernel.kc
 
             # nbval executes with store_history=False, which makes IPython ignore a trailing
