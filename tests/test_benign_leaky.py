@@ -214,6 +214,43 @@ def test_label_flip_identity():
     assert noisy == pytest.approx(eta + (1 - 2 * eta) * clean, abs=0.004)
 
 
+def test_batched_sample_mixture():
+    X, y, y_obs = bl.sample_mixture(6, 40, 2.0, gen(21), size=500)
+    assert X.shape == (500, 6, 40) and y.shape == y_obs.shape == (500, 6)
+    assert set(np.unique(y)) == {-1.0, 1.0} and np.array_equal(y, y_obs)
+    # x = y mu + z with mu = 2 e_1: y x_1 has mean 2 and variance 1, the other coordinates N(0, 1)
+    assert (y * X[..., 0]).mean() == pytest.approx(2.0, abs=4 / np.sqrt(3000))
+    assert X[..., 1:].var() == pytest.approx(1.0, abs=0.01)
+    # the sets are independent: the label vectors of different sets are uncorrelated
+    assert abs(np.mean(y[:-1] * y[1:])) < 4 / np.sqrt(2994)
+
+
+def test_leaky_grad():
+    t = np.array([-2.0, 0.0, 3.0])
+    assert np.array_equal(bl.leaky_grad(t, 0.2), [0.2, 0.2, 1.0])
+    assert np.array_equal(bl.leaky(t, 0.2), [-0.4, 0.0, 3.0])
+
+
+def test_strong_limit_has_one_support_vector_per_class():
+    # prop-10-plateau: as ||mu|| grows at fixed (n, p), W* rests on one support vector per
+    # class, its normal is parallel to x_a - x_b, and its SNR deficit ||mu||^2 - SNR^2 tends to
+    # ||z_a' - z_b'||^2 / 4, with z' the noise orthogonal to mu
+    g = gen(22)
+    mu = 1e5
+    X, y, _ = bl.sample_mixture(10, 30, mu, g)
+    lam, normal = bl.limit_direction(X, y, 0.1)
+    sv = np.flatnonzero(lam > 1e-9 * lam.max())
+    assert len(sv) == 2 and y[sv].sum() == 0
+    a, b = (sv[0], sv[1]) if y[sv[0]] > 0 else (sv[1], sv[0])
+    assert bl.direction_cosine(normal, X[a] - X[b]) == pytest.approx(1.0, abs=1e-10)
+    # the support vectors are the points with the smallest y_i <x_i, e_1> in each class
+    margin = y * X[:, 0]
+    assert a == np.flatnonzero(y > 0)[np.argmin(margin[y > 0])]
+    assert b == np.flatnonzero(y < 0)[np.argmin(margin[y < 0])]
+    deficit = mu**2 - bl.snr(normal, bl.mean_vector(30, mu)) ** 2
+    assert deficit == pytest.approx(np.sum((X[a, 1:] - X[b, 1:]) ** 2) / 4, rel=1e-3)
+
+
 def test_student_t_noise_has_unit_variance():
     X, _, _ = bl.sample_mixture(20000, 5, 0.0, gen(9), noise="student_t", df=5)
     assert X.var() == pytest.approx(1.0, abs=0.1)
@@ -329,9 +366,11 @@ def test_network_error_is_matches_plain_monte_carlo_for_unequal_neurons():
     mc = bl.network_error(W, 0.3, 1.0, 400000, g)
     assert abs(est - mc) < 4 * np.sqrt(se**2 + mc * (1 - mc) / 400000)
     # assuming equal neurons (the linear surrogate sign<u - v, x>) would be wrong here
-    X, _, _ = bl.sample_mixture(100000, 6, 1.0, g)
-    disagree = np.mean(np.sign(bl.forward(W, X, 0.3)) != np.sign(X @ bl.decision_normal(W)))
-    assert disagree > 0.02
+    mc2, disagree = bl.network_error(W, 0.3, 1.0, 100000, g, disagreement=True)
+    assert disagree > 0.02 and abs(mc2 - mc) < 4 * np.sqrt(2 * mc * (1 - mc) / 100000)
+    # with equal neurons of each sign the network is its linear rule: no disagreement
+    W_eq = np.repeat(W[[0, 2]], 2, axis=0)
+    assert bl.network_error(W_eq, 0.3, 1.0, 20000, g, disagreement=True)[1] == 0.0
 
 
 def test_snr_and_default_step():
@@ -351,6 +390,12 @@ def test_snr_and_default_step():
         (lambda: bl.sample_mixture(5, 3, -1.0, gen()), ValueError, "mu_norm"),
         (lambda: bl.sample_mixture(5, 3, 1.0, 0), TypeError, "rng"),
         (lambda: bl.sample_mixture(5, 3, 1.0, gen(), noise="cauchy"), ValueError, "noise"),
+        (lambda: bl.sample_mixture(5, 3, 1.0, gen(), size=0), ValueError, "size"),
+        (
+            lambda: bl.network_error(np.ones((2, 3)), 0.1, 1.0, 10, gen(), disagreement=1),
+            TypeError,
+            "disagreement",
+        ),
         (lambda: bl.sample_mixture(5, 3, 1.0, gen(), noise="student_t", df=2), ValueError, "df"),
         (lambda: bl.second_layer(3), ValueError, "m"),
         (lambda: bl.leaky(1.0, 1.0), ValueError, "gamma"),

@@ -98,8 +98,10 @@ def sample_mixture(
     eta: float = 0.0,
     noise: str = "gauss",
     df: float | None = None,
+    size: int | None = None,
 ):
-    r"""Draw ``n`` points of the mixture :math:`x=y\mu+z`, :math:`\mu=\|\mu\|e_1`.
+    r"""Draw ``n`` points of the mixture :math:`x=y\mu+z`, :math:`\mu=\|\mu\|e_1`, or ``size``
+    independent training sets of ``n`` points each.
 
     Parameters
     ----------
@@ -113,28 +115,33 @@ def sample_mixture(
     noise : {"gauss", "student_t"}
         :math:`z` has i.i.d. :math:`N(0,1)` entries, or Student-t entries with ``df > 2``
         degrees of freedom rescaled to unit variance (heavy tails).
+    size : int, optional
+        Number :math:`B` of independent training sets, drawn at once (vectorised); the outputs
+        then carry a leading axis of length B.
 
     Returns
     -------
-    X : ndarray (n, p); y : ndarray (n,) clean labels; y_obs : ndarray (n,) observed labels.
+    X : ndarray ([B,] n, p); y : ndarray ([B,] n) clean labels; y_obs : ndarray ([B,] n)
+    observed labels.
     """
     n, p = positive_int(n, "n"), positive_int(p, "p")
     mu_norm = real(mu_norm, "mu_norm", lo=0.0)
     eta = real(eta, "eta", lo=0.0, hi=0.5, hi_open=True)
     rng = check_generator(rng)
+    lead = () if size is None else (positive_int(size, "size"),)
     if noise == "gauss":
-        Z = rng.standard_normal((n, p))
+        Z = rng.standard_normal((*lead, n, p))
     elif noise == "student_t":
         if df is None:
             raise ValueError("df must be given for noise='student_t'")
         df = real(df, "df", lo=2.0, lo_open=True)
-        Z = rng.standard_t(df, size=(n, p)) / np.sqrt(df / (df - 2))
+        Z = rng.standard_t(df, size=(*lead, n, p)) / np.sqrt(df / (df - 2))
     else:
         raise ValueError(f"noise must be 'gauss' or 'student_t', got {noise!r}")
-    y = rng.choice(np.array([-1.0, 1.0]), size=n)
+    y = rng.choice(np.array([-1.0, 1.0]), size=(*lead, n))
     X = Z
-    X[:, 0] += y * mu_norm
-    flip = rng.random(n) < eta
+    X[..., 0] += y * mu_norm
+    flip = rng.random((*lead, n)) < eta
     return X, y, np.where(flip, -y, y)
 
 
@@ -156,7 +163,12 @@ def leaky(t, gamma: float):
 def leaky_grad(t, gamma: float):
     r""":math:`\phi'(t)`: 1 for :math:`t>0`, :math:`\gamma` for :math:`t\le0` (the subgradient
     :math:`\gamma` at 0)."""
-    return np.where(np.asarray(t) > 0, 1.0, _gamma(gamma))
+    return _leaky_grad(np.asarray(t), _gamma(gamma))
+
+
+def _leaky_grad(t, gamma):
+    """:func:`leaky_grad` without validation (for the training loop)."""
+    return np.where(t > 0, 1.0, gamma)
 
 
 def forward(W, X, gamma: float) -> np.ndarray:
@@ -176,7 +188,7 @@ def loss_and_grad(W, X, y, gamma: float):
     """
     X, y = _data(X, y)
     W = _weights(W, X.shape[1])
-    loss, G, _ = _loss_and_grad(W, X, y, _gamma(gamma), second_layer(W.shape[0]))
+    loss, G = _loss_and_grad(W, X, y, _gamma(gamma), second_layer(W.shape[0]))
     return loss, G
 
 
@@ -184,8 +196,8 @@ def _loss_and_grad(W, X, y, gamma, a):
     Z = X @ W.T  # (n, m) pre-activations
     F = np.maximum(Z, gamma * Z) @ a
     ell = np.exp(-y * F)
-    G = -(ell * y)[:, None] * np.where(Z > 0, 1.0, gamma) * a[None, :]  # dL/dZ times n
-    return ell.mean(), G.T @ X / X.shape[0], Z
+    G = -(ell * y)[:, None] * _leaky_grad(Z, gamma) * a[None, :]  # dL/dZ times n
+    return ell.mean(), G.T @ X / X.shape[0]
 
 
 def activation_margins(W, X, y) -> np.ndarray:
@@ -238,7 +250,8 @@ def _gd_step(Z, K, y, a, gamma, alpha, normalized):
     :math:`(D_t)_{ij}=\frac1n\ell_iy_ia_j\phi'(Z_{ij})` (minus the gradient in :math:`Z`), so
     :math:`Z_{t+1}=Z_t+\alpha KD_t`. ``normalized`` divides the gradient by :math:`L(W_t)`
     (so :math:`\ell_i/n` becomes the softmax weight :math:`\ell_i/\sum_k\ell_k`).
-    Shapes: Z (B, n, m), K (B, n, n), y (B, n), a (m,). Returns (Z_next, D, margins, log L).
+    Shapes: Z (B, n, m), K (B, n, n), y (B, n), a (m,). Returns (Z_next, D, log L), log L of
+    shape (B,).
     """
     margins = y * (np.maximum(Z, gamma * Z) @ a)  # y_i f(x_i; W_t), shape (B, n)
     top = np.max(-margins, axis=1, keepdims=True)
@@ -246,8 +259,8 @@ def _gd_step(Z, K, y, a, gamma, alpha, normalized):
     total = ell.sum(axis=1, keepdims=True)
     log_loss = (np.log(total) + top)[:, 0] - np.log(y.shape[1])  # log L(W_t)
     weight = ell / total if normalized else ell * np.exp(top) / y.shape[1]
-    D = (weight * y)[:, :, None] * np.where(Z > 0, 1.0, gamma) * a
-    return Z + alpha * (K @ D), D, margins, log_loss
+    D = (weight * y)[:, :, None] * _leaky_grad(Z, gamma) * a
+    return Z + alpha * (K @ D), D, log_loss
 
 
 def train_gd(
@@ -329,7 +342,7 @@ def train_gd(
         first = np.where((first < 0) & active, t, first)
         if t == steps and t not in ckpt:
             break
-        Z_next, D, _, log_loss = _gd_step(Z, K, yb, a, gamma, alpha, normalized)
+        Z_next, D, log_loss = _gd_step(Z, K, yb, a, gamma, alpha, normalized)
         if t in ckpt:
             C_ckpt.append(Ct.copy())
             logl_ckpt.append(log_loss)
@@ -405,6 +418,11 @@ def limit_direction(X, y, gamma: float, *, rho: float | None = None):
     _independent_rows(X)
     gamma = _gamma(gamma)
     rho = discount(gamma) if rho is None else real(rho, "rho", lo=0.0, hi=1.0, lo_open=True)
+    return _discounted_svm(X, y, rho)
+
+
+def _discounted_svm(X, y, rho: float):
+    """Multipliers and normal of eq. ``eq-10-qp`` with discount ``rho`` (validated inputs)."""
     same = np.equal.outer(y, y)
     Q = np.outer(y, y) * (X @ X.T) * np.where(same, 1.0, rho)
     lam = _nnls_qp(Q)
@@ -432,12 +450,12 @@ def limit_weights(X, y, gamma: float, m: int) -> np.ndarray:
 
 def linear_svm(X, y) -> np.ndarray:
     r"""Hard-margin linear SVM without bias, :math:`\min\|w\|^2` s.t.
-    :math:`y_i\langle w,x_i\rangle\ge1`; returns w, shape (p,). The :math:`\gamma\to1` end of
-    :func:`limit_direction` (:math:`\rho=1`)."""
+    :math:`y_i\langle w,x_i\rangle\ge1`; returns w, shape (p,). It is eq. ``eq-10-qp`` with
+    :math:`\rho=1` (the :math:`\gamma\to1` end of :func:`limit_direction`), solved by the same
+    code."""
     X, y = _data(X, y)
     _independent_rows(X)
-    lam = _nnls_qp(np.outer(y, y) * (X @ X.T))
-    return (lam * y) @ X
+    return _discounted_svm(X, y, 1.0)[1]
 
 
 def min_norm_interpolator(X, y) -> np.ndarray:
@@ -545,13 +563,33 @@ def log_error_ratio(w, mu) -> float:
     return float(stats.norm.logcdf(-snr(w, mu_arr)) - stats.norm.logcdf(-np.linalg.norm(mu_arr)))
 
 
-def network_error(W, gamma: float, mu_norm: float, n_test: int, rng: np.random.Generator) -> float:
-    r"""Monte-Carlo clean test error :math:`\Pr(yf(x;W)<0)` on ``n_test`` fresh Gaussian points
-    :math:`x=y\mu+z`, :math:`\mu=\|\mu\|e_1` (evaluated with the network itself)."""
+def network_error(
+    W,
+    gamma: float,
+    mu_norm: float,
+    n_test: int,
+    rng: np.random.Generator,
+    *,
+    disagreement: bool = False,
+):
+    r"""Monte-Carlo clean test error :math:`\Pr(yf(x;W)\le0)` on ``n_test`` fresh Gaussian points
+    :math:`x=y\mu+z`, :math:`\mu=\|\mu\|e_1` (evaluated with the network itself).
+
+    With ``disagreement=True`` also returns, on the same points, the fraction where the network's
+    sign differs from that of its linear rule :math:`\langle u-v,x\rangle`
+    (:func:`decision_normal`), which is 0 when the neurons of each sign are equal (as at the
+    limit).
+    Returns float, or (float, float)."""
     W = real_array(W, "W", ndim=2)
     n_test = positive_int(n_test, "n_test")
+    if not isinstance(disagreement, (bool, np.bool_)):
+        raise TypeError(f"disagreement must be a bool, got {type(disagreement).__name__}")
     X, y, _ = sample_mixture(n_test, W.shape[1], mu_norm, rng)
-    return float(np.mean(y * forward(W, X, gamma) <= 0))
+    f = forward(W, X, gamma)
+    error = float(np.mean(y * f <= 0))
+    if not disagreement:
+        return error
+    return error, float(np.mean(np.sign(f) != np.sign(X @ decision_normal(W))))
 
 
 def network_error_is(
