@@ -90,9 +90,9 @@ def test_simulate_shapes_and_single_pattern_retrieval():
 
 
 def test_random_patterns_are_pm1_balanced_and_reuse_the_buffer():
-    buf = np.empty((300, 257), dtype=np.float32)  # a row length that is not a multiple of 8
+    buf = dm.pattern_buffer(300, 257)  # a size that is not a multiple of 8
     xi = dm.random_patterns(300, 257, gen(20), out=buf)
-    assert xi is buf and xi.dtype == np.float32
+    assert xi is buf and xi.dtype == np.float32 and xi.flags.f_contiguous
     assert set(np.unique(xi)) == {-1.0, 1.0}
     assert abs(xi.mean()) < 5 / np.sqrt(xi.size)
     # rows and columns are not correlated (a stuck bit or a repeated block would show)
@@ -122,6 +122,20 @@ def test_parallel_dynamics_targets_and_one_step_by_hand():
     u = (xi.astype(float) @ s0) / np.sqrt(32)
     np.testing.assert_allclose(out["u2"][0, 0], np.mean(np.delete(u[:, 0], 0) ** 2))
     np.testing.assert_allclose(out["u2n"][1, 0], np.mean(np.delete(u[:, 1], 3) ** 4))
+
+
+def test_incremental_overlaps_equal_a_plain_reference():
+    # the dynamics updates x = xi sigma from the flipped neurons only; a plain float64 loop that
+    # recomputes everything from kh_field must give the same trajectories exactly
+    g = gen(25)
+    for N, alpha, m0, T in ((64, 0.1, 0.3, 6), (128, 0.1, 0.8, 5)):
+        xi = dm.random_patterns(int(alpha * N**2), N, g)
+        s0 = dm.corrupted_state(xi[0], m0, g, 3)
+        out = dm.parallel_dynamics(xi, s0, 3, T)
+        x64, s = xi.astype(np.float64), s0.copy()
+        for t in range(T + 1):
+            np.testing.assert_array_equal(out["m"][:, t], xi[0] @ s / N)
+            s = np.where(dm.kh_field(x64, s, 3) >= 0, 1.0, -1.0)
 
 
 def test_simulate_runs_axis_and_identical_trials_at_m0_one():
@@ -252,6 +266,7 @@ def test_convergence_time():
         (lambda: dm.first_kernel_theory(3, 0.1, -2.0), "m0"),
         (lambda: dm.noisy_naive_map(3, 0.1, 0.5, 3, 0, gen()), "N"),
         (lambda: dm.random_patterns(4, 8, gen(), out=np.empty((4, 8))), "out"),
+        (lambda: dm.random_patterns(4, 8, gen(), out=np.empty((4, 8), np.float32)), "out"),
         (lambda: dm.parallel_dynamics(np.zeros((3, 4), np.float32), np.ones((4, 1)), 3, 2), "xi"),
         (lambda: dm.parallel_dynamics(np.ones((3, 4)), np.ones((5, 1)), 3, 2), "s0"),
         (lambda: dm.parallel_dynamics(np.ones((3, 4)), 2 * np.ones((4, 1)), 3, 2), "s0"),

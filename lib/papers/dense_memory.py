@@ -39,6 +39,7 @@ __all__ = [
     "bivariate_moment",
     "kh_field",
     "kh_field_bruteforce",
+    "pattern_buffer",
     "random_patterns",
     "corrupted_state",
     "parallel_dynamics",
@@ -119,38 +120,49 @@ def _state(s, N: int, name: str = "s") -> np.ndarray:
 
 
 def _pm1(arr, name: str, chunk: int = 1 << 22) -> None:
-    # entries must be +-1; checked in row blocks, so a large pattern array gets no full-size
-    # temporaries
-    rows = max(1, chunk // max(arr.shape[-1], 1)) if arr.ndim == 2 else arr.shape[0]
-    for r0 in range(0, arr.shape[0], rows):
-        blk = arr[r0 : r0 + rows]
+    # entries must be +-1; checked in blocks along the contiguous axis, so a large pattern array
+    # gets no full-size temporaries
+    a = arr.T if arr.ndim == 2 and arr.flags.f_contiguous else arr
+    rows = max(1, chunk // max(a.shape[-1], 1)) if a.ndim == 2 else a.shape[0]
+    for r0 in range(0, a.shape[0], rows):
+        blk = a[r0 : r0 + rows]
         if not np.all((blk == 1) | (blk == -1)):
             raise ValueError(f"{name} must have entries +-1")
+
+
+def pattern_buffer(p: int, N: int) -> np.ndarray:
+    r"""An empty (p, N) float32 array in column-major order, for :func:`random_patterns` to fill.
+
+    Column-major, because the dynamics reads the columns :math:`\xi^{\cdot}_i` of the neurons
+    that flipped (:func:`parallel_dynamics`). Allocate it once and reuse it across pattern sets.
+    """
+    return np.empty((positive_int(p, "p"), positive_int(N, "N")), dtype=np.float32, order="F")
 
 
 def random_patterns(p: int, N: int, rng: np.random.Generator, *, out=None) -> np.ndarray:
     r"""Patterns :math:`\xi\in\{\pm1\}^{p\times N}` with i.i.d. uniform entries, as float32.
 
-    One random bit per entry (``rng.bytes``), written in row blocks into ``out`` when it is given
-    (a C-contiguous float32 array of shape (p, N), reused across pattern sets so that a large set
-    costs no fresh memory). float32 holds +-1 exactly, and every product the dynamics forms from it
-    is an integer (see :func:`parallel_dynamics`).
+    One random bit per entry (``rng.bytes``), written neuron by neuron (column-major) into ``out``
+    when it is given (a :func:`pattern_buffer` of shape (p, N), reused across pattern sets so that
+    a large set costs no fresh memory). float32 holds +-1 exactly, and every product the dynamics
+    forms from it is an integer (see :func:`parallel_dynamics`).
     """
     p, N = positive_int(p, "p"), positive_int(N, "N")
     rng = check_generator(rng)
     if out is None:
-        out = np.empty((p, N), dtype=np.float32)
+        out = pattern_buffer(p, N)
     elif not (
         isinstance(out, np.ndarray)
         and out.dtype == np.float32
         and out.shape == (p, N)
-        and out.flags.c_contiguous
+        and out.flags.f_contiguous
     ):
-        raise ValueError(f"out must be a C-contiguous float32 array of shape ({p}, {N})")
+        raise ValueError(f"out must be a pattern_buffer({p}, {N}): float32, column-major")
     table = np.array([1.0, -1.0], dtype=np.float32)
-    rows = max(1, (1 << 22) // N)
-    for r0 in range(0, p, rows):
-        blk = out[r0 : r0 + rows]
+    cols = out.T  # (N, p), C-contiguous: one row per neuron
+    rows = max(1, (1 << 22) // p)
+    for r0 in range(0, N, rows):
+        blk = cols[r0 : r0 + rows]
         bits = np.unpackbits(np.frombuffer(rng.bytes((blk.size + 7) // 8), np.uint8))
         np.take(table, bits[: blk.size].reshape(blk.shape), out=blk)
     return out
@@ -230,14 +242,22 @@ def _dynamics(xi: np.ndarray, s: np.ndarray, n: int, T: int, target: np.ndarray)
     others = np.ones((p, K), dtype=bool)
     others[target, cols] = False
     m, u2, u2n = (np.empty((K, T + 1)) for _ in range(3))
+    x = xi @ s  # (p, K): N times the overlaps, shared by the field and the records
     for t in range(T + 1):
-        x = xi @ s  # (p, K) overlaps times N, one product per step shared by field and records
         m[:, t] = x[target, cols] / N
         u = np.where(others, x.astype(np.float64), 0.0) / np.sqrt(N)
         u2[:, t] = (u**2).sum(0) / (p - 1) if p > 1 else np.nan
         u2n[:, t] = (u ** (2 * (n - 1))).sum(0) / (p - 1) if p > 1 else np.nan
-        if t < T:
-            s = np.where(_kh_field(xi, s, n, x) >= 0, 1.0, -1.0).astype(xi.dtype)
+        if t == T:
+            break
+        s_new = np.where(_kh_field(xi, s, n, x) >= 0, 1.0, -1.0).astype(xi.dtype)
+        d = s_new - s  # 0 or +-2
+        flipped = np.flatnonzero(d.any(axis=1))
+        if flipped.size > N // 8:
+            x = xi @ s_new
+        else:  # only the neurons that flipped change x: x += xi[:, flipped] d[flipped] (exact)
+            x = x + xi[:, flipped] @ d[flipped]
+        s = s_new
     return {"m": m, "u2": u2, "u2n": u2n, "p": p}
 
 
@@ -245,8 +265,11 @@ def parallel_dynamics(xi, s0, n: int, T: int, *, target=0) -> dict:
     r"""Parallel zero-temperature dynamics :math:`\sigma(t+1)=\operatorname{sgn}h(\sigma(t))`.
 
     The field is :eq:`eq-15-field` (computed as :eq:`eq-15-fast-field`), all N neurons update at
-    once, K initial states are run together (one product :math:`\xi\sigma` per step serves the
-    field and the records).
+    once, K initial states are run together. The overlaps :math:`x_\mu=\xi^\mu\cdot\sigma` serve
+    both the field and the records; after the first step they are updated from the neurons that
+    flipped only, :math:`x\mathrel{+}=\xi_{\cdot,F}(\sigma(t+1)-\sigma(t))_F` (integer, so exact),
+    which reads a few columns of :math:`\xi` instead of all of it (column-major patterns, see
+    :func:`pattern_buffer`, make those columns contiguous).
 
     Parameters
     ----------
@@ -305,7 +328,7 @@ def simulate_dam(
     trials = positive_int(trials, "trials")
     R = 1 if runs is None else positive_int(runs, "runs")
     p = max(int(alpha * N ** (n - 1)), 1)
-    buf = np.empty((p, N), dtype=np.float32)
+    buf = pattern_buffer(p, N)
     out = []
     for _ in range(R):
         xi = random_patterns(p, N, rng, out=buf)
