@@ -302,3 +302,66 @@ def test_succinct_ftpl_outputs_and_duality():
         ce.succinct_ftpl(ce.prisoners_dilemma(), "all", 10, np.random.default_rng(0))
     with pytest.raises(ValueError, match="T"):
         ce.succinct_ftpl(game, coals, 0, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize("graph, width", [(nx.path_graph(7), 2), (nx.cycle_graph(7), 4)])
+def test_path_of_bags_is_a_decomposition_of_the_udg(graph, width):
+    game = ce.random_polymatrix(graph, 2, np.random.default_rng(1))
+    tree = ce.path_of_bags(7, width)
+    assert nx.is_tree(tree) and max(len(b) for b in tree.nodes) == width + 1
+    for u, v in ce.utility_dependency_graph(game).edges:
+        assert any({u, v} <= b for b in tree.nodes)
+    for v in range(7):  # running intersection: the bags holding v are connected
+        assert nx.is_connected(tree.subgraph([b for b in tree.nodes if v in b]))
+    with pytest.raises(ValueError, match="width"):
+        ce.path_of_bags(7, 3)
+    with pytest.raises(ValueError, match="N"):
+        ce.path_of_bags(4, 4)
+
+
+def test_batched_dp_equals_brute_force():
+    game = ce.random_polymatrix(nx.cycle_graph(7), 2, np.random.default_rng(2))
+    loc = ce._LocalDeviations(game, 2)
+    dp = ce._BatchedDP(loc.scopes, loc.offsets, ce.path_of_bags(7, 4), 2, 7)
+    flat = np.random.default_rng(3).normal(size=(6, loc.flat.size))
+    prof, values = dp.solve(flat)
+    for b in range(6):
+        tables = [
+            (s, flat[b, o : o + 2 ** len(s)].reshape((2,) * len(s)))
+            for s, o in zip(loc.scopes, loc.offsets)
+        ]
+        _, brute = ce.brute_force_min(tables, 7, 2)
+        assert values[b] == pytest.approx(brute, abs=1e-12)
+        assert sum(t[tuple(prof[b][list(s)])] for s, t in tables) == pytest.approx(brute)
+
+
+def test_succinct_ftpl_chains_matches_the_single_chain_loop():
+    # same generator, player noise, one chain: the same trajectory as succinct_ftpl
+    game = ce.random_polymatrix(nx.cycle_graph(6), 2, np.random.default_rng(3))
+    coals = ce.coalitions(6, 2)
+    tree = ce.path_of_bags(6, 4)
+    _, phi, _, mu = ce.succinct_ftpl(game, coals, 300, np.random.default_rng(9), tree=tree)
+    phi2, low2 = ce.succinct_ftpl_chains(game, coals, 300, np.random.default_rng(9), tree=tree)
+    low = ce.min_sum_dp(ce.correlator_tables(game, coals, mu), tree, 2)[1]
+    assert phi2[0] == pytest.approx(phi, abs=1e-12)
+    assert low2[0] == pytest.approx(low, abs=1e-12)
+
+
+def test_succinct_ftpl_chains_duality_and_inputs():
+    game = ce.random_polymatrix(nx.path_graph(6), 3, np.random.default_rng(4))
+    coals = ce.coalitions(6, 2)
+    _, v = ce.mase_lp(game, coals)
+    T = np.array([50, 50, 120, 120])
+    phi, low = ce.succinct_ftpl_chains(
+        game, coals, T, np.random.default_rng(5), tree=ce.path_of_bags(6, 2), noise="bags"
+    )
+    assert phi.shape == low.shape == (4,)
+    assert np.all(low <= v + 1e-12) and np.all(v <= phi + 1e-12)
+    with pytest.raises(ValueError, match="noise"):
+        ce.succinct_ftpl_chains(game, coals, 10, np.random.default_rng(0), noise="edges")
+    with pytest.raises(ValueError, match="T"):
+        ce.succinct_ftpl_chains(game, coals, [0, 3], np.random.default_rng(0))
+    with pytest.raises(ValueError, match="noise_scale"):
+        ce.succinct_ftpl_chains(game, coals, 10, np.random.default_rng(0), noise_scale=-1.0)
+    with pytest.raises(TypeError, match="game"):
+        ce.succinct_ftpl_chains(ce.prisoners_dilemma(), "all", 10, np.random.default_rng(0))

@@ -60,6 +60,8 @@ __all__ = [
     "brute_force_min",
     "correlator_tables",
     "succinct_ftpl",
+    "succinct_ftpl_chains",
+    "path_of_bags",
     "local_gains",
 ]
 
@@ -857,3 +859,223 @@ def local_gains(game, coals, profiles) -> np.ndarray:
     if not np.issubdtype(prof.dtype, np.integer) or prof.min() < 0 or prof.max() >= game.A:
         raise ValueError(f"profiles must hold integer actions in 0..{game.A - 1}")
     return _LocalDeviations(game, coals).gains(prof)
+
+
+# --------------------------------------------------------------------------- batched FTPL
+def path_of_bags(N: int, width: int) -> nx.Graph:
+    r"""A path-shaped tree decomposition of the UDG of a path (``width=2``) or a cycle
+    (``width=4``) polymatrix game on ``N`` players.
+
+    Book: the rate experiment of book/02-coalition-equilibrium/treewidth.md. Path: bags
+    :math:`\{j,j+1,j+2\}`, :math:`j=0..N-3` (:math:`|\mathcal T|=N-2`). Cycle: players 0 and 1
+    in every bag with a sliding window of three, :math:`\{0,1,j,j+1,j+2\}`, :math:`j=2..N-3`
+    (:math:`|\mathcal T|=N-4`); it covers every edge :math:`\{i,i\pm1\},\{i,i\pm2\}` of the
+    squared cycle.
+    """
+    N = positive_int(N, "N")
+    if width == 2:
+        if N < 3:
+            raise ValueError(f"N must be at least 3 for width 2, got {N}")
+        bags = [frozenset((j, j + 1, j + 2)) for j in range(N - 2)]
+    elif width == 4:
+        if N < 5:
+            raise ValueError(f"N must be at least 5 for width 4, got {N}")
+        bags = [frozenset((0, 1, j, j + 1, j + 2)) for j in range(2, N - 2)]
+    else:
+        raise ValueError(f"width must be 2 (path) or 4 (cycle), got {width!r}")
+    tree = nx.Graph()
+    tree.add_nodes_from(bags)
+    tree.add_edges_from(zip(bags[:-1], bags[1:]))
+    return tree
+
+
+class _BatchedDP:
+    """Min-sum DP over a tree decomposition, vectorised over a leading batch axis.
+
+    Every bag's variables are ordered separator-with-parent first, so a message is a reshape
+    and a ``min`` over the trailing axis, and the downward pass is one gather and one argmin.
+    Tables are given flat, all players' tables concatenated (``offsets``), as in
+    :class:`_LocalDeviations`.
+    """
+
+    def __init__(self, scopes, offsets, tree, A: int, N: int):
+        if not nx.is_tree(tree):
+            raise ValueError("tree must be a tree (one connected component)")
+        self.A, self.N = A, N
+        nodes = list(tree.nodes)
+        root = min(nodes, key=lambda nd: tuple(sorted(nd)))
+        self.order = list(nx.dfs_preorder_nodes(tree, root))
+        parent = dict(nx.dfs_predecessors(tree, root))
+        self.parent = [self.order.index(parent[nd]) if nd in parent else -1 for nd in self.order]
+        self.vars, self.n_sep, self.decode = [], [], []
+        for k, nd in enumerate(self.order):
+            pv = set(self.order[self.parent[k]]) if self.parent[k] >= 0 else set()
+            sep = sorted(v for v in nd if v in pv)
+            rest = sorted(v for v in nd if v not in pv)
+            self.vars.append(tuple(sep + rest))
+            self.n_sep.append(len(sep))
+            n = len(nd)
+            self.decode.append(
+                np.array(list(itertools.product(range(A), repeat=n)), dtype=int).reshape(-1, n)
+            )
+        # each player's table goes to the first bag (in DFS order) that contains its scope
+        self.gather = [[] for _ in self.vars]
+        for i, scope in enumerate(scopes):
+            k = next((k for k, bv in enumerate(self.vars) if set(scope) <= set(bv)), None)
+            if k is None:
+                raise ValueError(f"tree: the scope {scope} lies in no bag")
+            dec = self.decode[k]
+            strides = A ** np.arange(len(scope) - 1, -1, -1)
+            cols = [self.vars[k].index(v) for v in scope]
+            self.gather[k].append(offsets[i] + dec[:, cols] @ strides)
+        self.gather = [np.stack(g) if g else None for g in self.gather]
+        # message of child k, indexed by the parent's flat assignment
+        self.msg_index, self.sep_of_parent = [None] * len(self.order), [None] * len(self.order)
+        for k, bv in enumerate(self.vars):
+            p = self.parent[k]
+            if p < 0:
+                continue
+            sep = bv[: self.n_sep[k]]
+            strides = A ** np.arange(len(sep) - 1, -1, -1)
+            cols = [self.vars[p].index(v) for v in sep]
+            self.msg_index[k] = self.decode[p][:, cols] @ strides
+        self.children = [
+            [c for c in range(len(self.order)) if self.parent[c] == k]
+            for k in range(len(self.order))
+        ]
+        self.ops = sum(A ** len(bv) for bv in self.vars)
+
+    def solve(self, flat, bag_noise=None):
+        """Minimise per batch row; ``flat`` (B, total) tables, ``bag_noise`` a list of (B, A^|B|)
+        arrays added to each bag (or None). Returns ``(profiles (B, N), values (B,))``."""
+        B, A = flat.shape[0], self.A
+        full = [None] * len(self.order)
+        msgs = [None] * len(self.order)
+        for k in reversed(range(len(self.order))):
+            g = self.gather[k]
+            t = flat[:, g].sum(axis=1) if g is not None else np.zeros((B, A ** len(self.vars[k])))
+            if bag_noise is not None:
+                t = t + bag_noise[k]
+            for c in self.children[k]:
+                t = t + msgs[c][:, self.msg_index[c]]
+            full[k] = t
+            if self.parent[k] >= 0:
+                msgs[k] = t.reshape(B, A ** self.n_sep[k], -1).min(axis=2)
+        rows = np.arange(B)
+        choice = [None] * len(self.order)
+        prof = np.zeros((B, self.N), dtype=int)
+        values = full[0].min(axis=1)
+        for k in range(len(self.order)):
+            p = self.parent[k]
+            if p < 0:
+                choice[k] = np.argmin(full[k], axis=1)
+            else:
+                sep = self.msg_index[k][choice[p]]
+                sub = full[k].reshape(B, A ** self.n_sep[k], -1)[rows, sep]
+                choice[k] = sep * sub.shape[1] + np.argmin(sub, axis=1)
+            prof[:, list(self.vars[k])] = self.decode[k][choice[k]]
+        return prof, values
+
+
+def succinct_ftpl_chains(
+    game,
+    coals,
+    T,
+    rng,
+    *,
+    tree=None,
+    noise: str = "players",
+    noise_scale=None,
+):
+    r"""FTPL on the meta-game of a polymatrix game, independent chains side by side.
+
+    Book: prf:`thm-02-ftpl`; the rate experiment of book/02-coalition-equilibrium/treewidth.md.
+    The same algorithm as :func:`succinct_ftpl` (cumulative losses kept as local tables, the
+    correlator's perturbed best response by the tree DP, the deviator's FTPL over deviations),
+    vectorised over chains. With ``noise="bags"`` the correlator's perturbation is one
+    independent :math:`\mathrm{Exp}` draw per bag assignment (the perturbation whose
+    be-the-leader term is :math:`\sum_B(1+|B|\ln A)/\eta`), with ``"players"`` one per entry
+    of every player's table over :math:`N(i)`.
+
+    Parameters
+    ----------
+    T : int or array_like of int, shape (chains,)
+        Each chain's horizon :math:`T_c`; all chains run to :math:`\max_cT_c` and chain
+        :math:`c` is read off at round :math:`T_c`.
+    noise_scale : None, float or array_like, shape (chains,)
+        The perturbation scale :math:`1/\eta` of each chain; ``None`` gives
+        :math:`\sqrt{T_c}` (the theorem's :math:`\eta=1/\sqrt T`).
+
+    Returns
+    -------
+    phi_bar : ndarray, shape (chains,)
+        :math:`\Phi(\bar\pi)=\max_dG_{T_c}(d)/T_c`.
+    lower : ndarray, shape (chains,)
+        :math:`\min_a(\bar\mu^\top M)_a=\min_aL_{T_c}(a)/T_c\le V^\star`. ``phi_bar - lower`` is
+        the duality gap :math:`(R^{\rm c}_T+R^{\rm d}_T)/T`, the sum of the two sides' regrets.
+    """
+    if not isinstance(game, PolymatrixGame):
+        raise TypeError(f"game must be a PolymatrixGame, got {type(game).__name__}")
+    check_generator(rng)
+    horizons = np.atleast_1d(np.asarray(T))
+    if horizons.ndim != 1 or not np.issubdtype(horizons.dtype, np.integer) or horizons.min() < 1:
+        raise ValueError("T must be a positive int or a 1-d array of positive ints")
+    C = horizons.size
+    if noise not in ("players", "bags"):
+        raise ValueError(f"noise must be 'players' or 'bags', got {noise!r}")
+    if noise_scale is None:
+        scale = np.sqrt(horizons.astype(float))
+    else:
+        scale = np.broadcast_to(real_array(noise_scale, "noise_scale"), (C,)).astype(float)
+        if np.any(scale <= 0):
+            raise ValueError("noise_scale must be positive")
+    loc = _LocalDeviations(game, coals)
+    if tree is None:
+        _, tree = tree_decomposition(utility_dependency_graph(game))
+    A, N = game.A, game.N
+    total = int(loc.flat.size)
+    dp = _BatchedDP(loc.scopes, loc.offsets, tree, A, N)
+    # Dev[d] = the flat table increment of deviation d (its members' tables), eq-02-M locally
+    Dev = np.zeros((loc.n_dev, total))
+    for p, dl in enumerate(loc.pair_deltas):
+        i = loc.pair_player[p]
+        Dev[loc.pair_dev[p], loc.offsets[i] : loc.offsets[i] + dl.size] += dl
+    # gain of (deviation, member) pair p at member i's local index c: delta_flat[p * width + c];
+    # each deviation has at most two pairs here (missing ones point at a zero entry)
+    width_tab = loc.delta_tab.shape[1]
+    delta_flat = np.append(loc.delta_tab.reshape(-1), 0.0)
+    n_pairs = len(loc.pair_player)
+    per_dev = max(len(ix) for ix in loc.pairs_of_dev)
+    dev_pairs = np.full((loc.n_dev, per_dev), n_pairs)
+    for k, ix in enumerate(loc.pairs_of_dev):
+        dev_pairs[k, : len(ix)] = ix
+    base = np.arange(n_pairs) * width_tab
+    # local flat index of player i's neighbourhood: profile @ W
+    W = np.zeros((N, N), dtype=int)
+    for i, (s, st) in enumerate(zip(loc.scopes, loc.strides)):
+        W[list(s), i] = st
+    L = np.zeros((C, total))
+    G = np.zeros((C, loc.n_dev))
+    phi_bar, lower = np.empty(C), np.empty(C)
+    bag_cuts = np.cumsum([A ** len(v) for v in dp.vars])[:-1]
+    n_bag = int(sum(A ** len(v) for v in dp.vars))
+    active = np.arange(C)  # chains still running, in the order of the rows of L and G
+    col = scale[:, None]
+    for t in range(1, int(horizons.max()) + 1):
+        if noise == "players":
+            prof, _ = dp.solve(L - col * rng.standard_exponential((active.size, total)))
+        else:
+            xi = -col * rng.standard_exponential((active.size, n_bag))
+            prof, _ = dp.solve(L, np.split(xi, bag_cuts, axis=1))
+        d = np.argmax(G + col * rng.standard_exponential(G.shape), axis=1)
+        L += Dev[d]
+        pair_gain = delta_flat[base + (prof @ W)[:, loc.pair_player]]
+        pair_gain = np.append(pair_gain, np.zeros((active.size, 1)), axis=1)
+        G += pair_gain[:, dev_pairs].sum(axis=2)
+        done = horizons[active] == t
+        if done.any():
+            phi_bar[active[done]] = G[done].max(axis=1) / t
+            lower[active[done]] = dp.solve(L[done])[1] / t
+            keep = ~done
+            active, L, G, col = active[keep], L[keep], G[keep], col[keep]
+    return phi_bar, lower
