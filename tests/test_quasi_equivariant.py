@@ -226,10 +226,36 @@ def test_tensor_stats_matches_numpy():
     assert np.all(qe.tensor_stats(torch.ones(2, 1, dtype=torch.float64))[:, 1].numpy() == 0)
 
 
-def test_trained_eps_past_one_leaves_group():
+def test_trained_eps_past_one_is_refused_naming_eps():
     layer = qe.QuasiLayer(W3, 1, 2, shared=False)
-    with torch.no_grad():
-        layer.alpha.eps.fill_(50.0)
     Z = [(W.unsqueeze(1), b.unsqueeze(1)) for W, b in qe.init_params(W3, (4,), gen=gen(5))]
+    for bad in (1.0, -1.0, 50.0, float("nan")):
+        with torch.no_grad():
+            layer.alpha.eps.fill_(bad)
+        with pytest.raises(ValueError, match="eps"):
+            layer(Z)
+
+
+def test_apply_scales_refuses_non_positive_scales():
+    th = qe.init_params(W3, (2,), gen=gen(6))
     with pytest.raises(ValueError, match="positive"):
-        layer(Z)
+        qe.apply_scales(th, [torch.zeros(2, W3[1], dtype=torch.float64), torch.ones(2, W3[2])])
+
+
+def test_project_eps_clips_and_reports():
+    model = qe.InvariantNFN(W3, quasi="per")
+    alpha = model.layers[-1].alpha
+    assert not model.project_eps_(0.9)  # 0.01 is inside: nothing to clip
+    assert float(alpha.eps) == pytest.approx(0.01)
+    for value, clipped in ((3.0, 0.9), (-7.0, -0.9)):
+        with torch.no_grad():
+            alpha.eps.fill_(value)
+        assert model.project_eps_(0.9)
+        assert float(alpha.eps) == pytest.approx(clipped)
+    Z = [(W.unsqueeze(1), b.unsqueeze(1)) for W, b in qe.init_params(W3, (4,), gen=gen(7))]
+    a = alpha(model.layers[0](Z))  # the clipped eps keeps every scale in [0.1, 1.9]
+    assert all(float(x.min()) >= 0.1 - 1e-12 and float(x.max()) <= 1.9 + 1e-12 for x in a)
+    assert not qe.InvariantNFN(W3).project_eps_(0.9)  # strict: nothing to project
+    for bad in (0.0, 1.0, 1.5, -0.5):
+        with pytest.raises(ValueError, match="bound"):
+            alpha.project_eps_(bad)

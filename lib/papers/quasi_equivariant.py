@@ -387,6 +387,12 @@ class QuasiAlpha(nn.Module):
     per channel (``(B, C, n_i)``, the released code's default). :math:`\varepsilon` is learnable,
     initialised at ``eps`` (0.01 in the released CNN-zoo layer). Only ReLU networks have a
     continuous symmetry (Remark 4.1): ``act='tanh'`` raises.
+
+    :math:`|\varepsilon|<1` is what makes every scale positive whatever the MLP outputs, i.e.
+    :math:`\alpha(\theta)\in G`. The released code leaves the learnable :math:`\varepsilon`
+    unconstrained; here :meth:`forward` raises ``ValueError`` naming ``eps`` once
+    :math:`|\varepsilon|\ge1`, and :meth:`project_eps_` (call it after each optimiser step) keeps
+    it in :math:`[-\bar\varepsilon,\bar\varepsilon]`, :math:`\bar\varepsilon<1`.
     Book: :prf:ref:`rem-05-identity-component`.
     """
 
@@ -428,8 +434,28 @@ class QuasiAlpha(nn.Module):
             self.gate.append(nn.Linear(hidden, hidden, dtype=dtype))
             self.outp.append(nn.Linear(hidden, k * n, dtype=dtype))
 
+    def project_eps_(self, bound: float) -> bool:
+        r"""Clip the learnable :math:`\varepsilon` to :math:`[-\bar\varepsilon,\bar\varepsilon]` in place.
+
+        ``bound`` (:math:`\bar\varepsilon`) must lie in (0, 1): every scale then stays in
+        :math:`[1-\bar\varepsilon,1+\bar\varepsilon]`, positive, so :math:`\alpha(\theta)\in G`.
+        Returns ``True`` if the clip changed :math:`\varepsilon` (the constraint was active).
+        """
+        bound = real(bound, "bound", lo=0.0, hi=1.0, lo_open=True, hi_open=True)
+        with torch.no_grad():
+            old = float(self.eps)
+            self.eps.clamp_(-bound, bound)
+            return float(self.eps) != old
+
     def forward(self, Z: Params) -> list[torch.Tensor]:
         _check_params(Z, "Z")
+        eps = float(self.eps.detach())
+        if not abs(eps) < 1:
+            raise ValueError(
+                f"eps (the learnable QuasiAlpha.eps) must satisfy |eps| < 1, so that "
+                f"1 + eps sin(.) is a positive scale (an element of G) for every input; got "
+                f"eps = {eps:.4g}. Call project_eps_(bound) after each optimiser step."
+            )
         stats = []
         for W, b in Z[:-1]:
             stats += [tensor_stats(W), tensor_stats(b)]
@@ -449,8 +475,9 @@ class QuasiLayer(nn.Module):
 
     Our :math:`\alpha` reads its statistics from :math:`\beta`'s *output*; the released code takes
     them from the layer's *input* after a learned channel-mixing map. Both are allowed by Prop. C
-    (:math:`\alpha` may be any map). :math:`\varepsilon` is learnable and unconstrained, as in the
-    released code (an ``nn.Parameter``); :func:`apply_scales` raises if a scale leaves :math:`G`.
+    (:math:`\alpha` may be any map). :math:`\varepsilon` is learnable, as in the released code (an
+    unconstrained ``nn.Parameter``); :class:`QuasiAlpha` raises once :math:`|\varepsilon|\ge1`
+    (scales could leave :math:`G`) and :meth:`QuasiAlpha.project_eps_` keeps it inside.
 
     Book: :prf:ref:`prop-05-construction` in book/05-quasi-equivariant-metanetworks/symmetry.md.
     """
@@ -524,6 +551,16 @@ class InvariantNFN(nn.Module):
             nn.ReLU(),
             nn.Linear(head, 1, dtype=dtype),
         )
+
+    def project_eps_(self, bound: float) -> bool:
+        """Clip the quasi layer's learnable eps to ``[-bound, bound]`` (see
+        :meth:`QuasiAlpha.project_eps_`); ``False`` for a strict model. Returns whether it clipped.
+        """
+        active = False
+        for module in self.modules():
+            if isinstance(module, QuasiAlpha):
+                active = module.project_eps_(bound) or active
+        return active
 
     def features(self, params: Params) -> Params:
         Z = [(W.unsqueeze(1), b.unsqueeze(1)) for W, b in params]
