@@ -435,7 +435,7 @@ class QuasiAlpha(nn.Module):
             self.outp.append(nn.Linear(hidden, k * n, dtype=dtype))
 
     def project_eps_(self, bound: float) -> bool:
-        r"""Clip the learnable :math:`\varepsilon` to :math:`[-\bar\varepsilon,\bar\varepsilon]` in place.
+        r"""Clip the learnable :math:`\varepsilon` in place to :math:`|\varepsilon|\le` ``bound``.
 
         ``bound`` (:math:`\bar\varepsilon`) must lie in (0, 1): every scale then stays in
         :math:`[1-\bar\varepsilon,1+\bar\varepsilon]`, positive, so :math:`\alpha(\theta)\in G`.
