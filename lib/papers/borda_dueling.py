@@ -476,8 +476,7 @@ def entropy_beta_next(beta, h, K: int, c=1.0) -> np.ndarray:
     Book: :prf:ref:`def-06-matched` in book/06-dueling-bandits-borda/ftrl_hybrid.md.
     """
     beta = np.asarray(beta, dtype=float)
-    h_max = np.log(K) + (K - 1) * np.log(K / (K - 1))  # hybrid_entropy_max(K), unvalidated
-    return beta + c * np.sqrt(K / beta) * np.asarray(h, dtype=float) / h_max
+    return beta + c * np.sqrt(K / beta) * np.asarray(h, dtype=float) / hybrid_entropy_max(K)
 
 
 def dexp3_params(K: int, T: int) -> tuple[float, float]:
