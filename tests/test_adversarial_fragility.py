@@ -370,6 +370,106 @@ def test_fmn_on_a_linear_model_is_an_upper_bound_close_to_exact():
         af.fmn_min_norm(model, x, y + 5)
 
 
+def test_deepfool_agrees_with_foolbox_deepfool_on_a_relu_net():
+    torch = pytest.importorskip("torch")
+    foolbox = pytest.importorskip("foolbox")
+    g = gen(23)
+    with torch.random.fork_rng():
+        torch.manual_seed(3)
+        net = af.make_mlp(10, 40, 5)
+    x = g.standard_normal((12, 10))
+    y = af.mlp_predict(net, x)
+    ours = np.array([af.bisect_norm(net, xi, af.deepfool(net, xi)) for xi in x])
+    fmodel = foolbox.PyTorchModel(net.eval(), bounds=(-np.inf, np.inf))
+    attack = foolbox.attacks.L2DeepFoolAttack(steps=50, candidates=None, overshoot=0.02)
+    xt = torch.as_tensor(x)
+    _, adv, ok = attack(fmodel, xt, torch.as_tensor(y), epsilons=None)
+    assert bool(ok.all())
+    theirs = np.array(
+        [af.bisect_norm(net, xi, di) for xi, di in zip(x, (adv - xt).numpy())]
+    )  # verified and tightened in the same way as ours
+    assert np.median(ours / theirs) == pytest.approx(1.0, abs=0.05)
+
+
+# --------------------------------------------------------------------------- Section 5
+def test_thm5_mean_phi_matches_quadrature():
+    from scipy import integrate, stats
+
+    for d in (2, 7, 12, 17):
+        law = stats.beta(0.5, (d - 1) / 2)
+        # E sqrt(B) with u = sqrt(B): density 2u f(u^2) on [0, 1]
+        quad, _ = integrate.quad(lambda u: u * 2 * u * law.pdf(u**2), 0, 1)
+        assert af.thm5_mean_phi(d) == pytest.approx(quad, rel=1e-7)
+    with pytest.raises(ValueError, match="d"):
+        af.thm5_mean_phi(1)
+
+
+def _linear_module(W, b):
+    torch = pytest.importorskip("torch")
+    model = torch.nn.Sequential(torch.nn.Linear(W.shape[1], W.shape[0])).double()
+    with torch.no_grad():
+        model[0].weight.copy_(torch.as_tensor(W))
+        model[0].bias.copy_(torch.as_tensor(b))
+    return model
+
+
+def test_compression_factor_of_a_linear_model_is_the_ratio_law_cosine():
+    g = gen(29)
+    X = af.gaussian_prototypes(9, 6, g)
+    W = af.min_norm_onehot(X)
+    model = _linear_module(W, np.zeros(6))
+    I, J = np.nonzero(~np.eye(6, dtype=bool))
+    c = af.compression_factor(model, X.T[I], X.T[J], I, J, n=3)
+    # thm-12-ratio-law: for X^+ the pairwise ratio is the cosine
+    assert np.allclose(c, af.pairwise_ratio(W, X), rtol=1e-10)
+    W2 = g.standard_normal((6, 9))  # any linear map: cos(w_i - w_j, x_i - x_j)
+    c2 = af.compression_factor(_linear_module(W2, g.standard_normal(6)), X[:, 0], X[:, 1], 0, 1)
+    u, v = W2[0] - W2[1], X[:, 0] - X[:, 1]
+    assert c2 == pytest.approx(u @ v / np.linalg.norm(u) / np.linalg.norm(v), rel=1e-10)
+
+
+def test_compression_factor_of_a_relu_net_is_the_mean_jacobian_cosine():
+    torch = pytest.importorskip("torch")
+    g = gen(31)
+    with torch.random.fork_rng():
+        torch.manual_seed(1)
+        net = af.make_mlp(5, 16, 4)
+    xi, xj, n = g.standard_normal(5), g.standard_normal(5), 7
+    W1, b1 = net[0].weight.detach().numpy(), net[0].bias.detach().numpy()
+    W2 = net[-1].weight.detach().numpy()
+    cos = []
+    for t in (np.arange(n) + 0.5) / n:  # exact Jacobian W2 diag(mask) W1 at each point
+        p = xj + t * (xi - xj)
+        grad = (W2[2] - W2[3]) @ ((W1 @ p + b1 > 0)[:, None] * W1)
+        cos.append(grad @ (xi - xj) / np.linalg.norm(grad) / np.linalg.norm(xi - xj))
+    assert af.compression_factor(net, xi, xj, 2, 3, n=n) == pytest.approx(np.mean(cos))
+    with pytest.raises(ValueError, match="differ"):
+        af.compression_factor(net, xi, xj, 2, 2)
+    with pytest.raises(ValueError, match="j"):
+        af.compression_factor(net, xi, xj, 2, 9)
+    with pytest.raises(ValueError, match="x_j"):
+        af.compression_factor(net, xi, xj[:3], 2, 3)
+
+
+def test_pairwise_boundary_norm_on_a_linear_model_is_exact():
+    g = gen(37)
+    W, b, x = g.standard_normal((4, 7)), g.standard_normal(4), g.standard_normal((6, 7))
+    model = _linear_module(W, b)
+    F = af.linear_scores(W, b, x)
+    i = np.argmax(F, axis=1)
+    j = (i + 1) % 4
+    u = W[i] - W[j]
+    exact = (F[np.arange(6), i] - F[np.arange(6), j]) / np.linalg.norm(u, axis=1)
+    delta = -3 * exact[:, None] * u / np.linalg.norm(u, axis=1)[:, None]  # overshoots 3x
+    got = af.pairwise_boundary_norm(model, x, delta, i, j, iters=60)
+    assert np.allclose(got, exact, rtol=1e-9)
+    short = af.pairwise_boundary_norm(model, x, delta / 6, i, j)  # never reaches the boundary
+    assert np.all(np.isnan(short))
+    assert af.pairwise_boundary_norm(model, x[0], delta[0], i[0], j[0]) == pytest.approx(
+        exact[0], rel=1e-9
+    )
+
+
 # --------------------------------------------------------------------------- bad input
 def test_bad_input_names_the_argument():
     g = gen(0)

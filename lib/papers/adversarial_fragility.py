@@ -43,6 +43,7 @@ __all__ = [
     "chernoff_min_distance",
     "qr_attack",
     "thm5_phi",
+    "thm5_mean_phi",
     "thm5_cosines",
     "thm5_linear_net_gd",
     "train_linear",
@@ -54,6 +55,9 @@ __all__ = [
     "mlp_lipschitz_lower_bound",
     "deepfool",
     "fmn_min_norm",
+    "fmn_targeted",
+    "compression_factor",
+    "pairwise_boundary_norm",
     "verify_flip",
     "bisect_norm",
 ]
@@ -79,6 +83,7 @@ def noisy_samples(X, per_class: int, sigma: float, rng: np.random.Generator):
     """``per_class`` noisy copies :math:`x_k+\\sigma z` of every prototype.
 
     Returns ``(inputs, labels)`` with shapes ``(K * per_class, d)`` and ``(K * per_class,)``.
+    Book: the training data of the ReLU network in book/12-adversarial-fragility/training.md.
     """
     X = _prototypes(X)
     per_class = positive_int(per_class, "per_class")
@@ -112,7 +117,10 @@ def min_norm_onehot(X, rcond: float = 1e-12) -> np.ndarray:
 
 
 def linear_scores(W, b, x) -> np.ndarray:
-    """Scores :math:`f(x)=Wx+b` for one input ``(d,)`` or a batch ``(n, d)``."""
+    """Scores :math:`f(x)=Wx+b` for one input ``(d,)`` or a batch ``(n, d)``.
+
+    Book: eq. ``eq-12-linear`` in book/12-adversarial-fragility/theory.md.
+    """
     W = real_array(W, "W", ndim=2)
     x = real_array(x, "x")
     if x.ndim not in (1, 2) or x.shape[-1] != W.shape[1]:
@@ -200,7 +208,11 @@ def optimal_robustness(X):
 
 
 def nearest_prototype_predict(X, x) -> np.ndarray:
-    """Labels of the nearest-prototype classifier for inputs ``x`` of shape ``(n, d)``."""
+    """Labels of the nearest-prototype classifier for inputs ``x`` of shape ``(n, d)``.
+
+    Book: prf:`def-12-optimal` (theory.md) and prf:`prop-12-compression` (compression.md) in
+    book/12-adversarial-fragility/.
+    """
     X = _prototypes(X)
     x = real_array(x, "x", ndim=2)
     if x.shape[1] != X.shape[0]:
@@ -329,6 +341,21 @@ def thm5_phi(A) -> np.ndarray:
     A = _square_batch(A)
     R = np.linalg.qr(A, mode="r")
     return np.abs(R[..., -1, -1]) / np.linalg.norm(A[..., :, -1], axis=-1)
+
+
+def thm5_mean_phi(d: int) -> float:
+    r"""Exact mean of :math:`\phi=\sqrt{\mathrm{Beta}(\tfrac12,\tfrac{d-1}2)}` for standard
+    Gaussian ``A`` in dimension ``d >= 2``: :math:`\Gamma(d/2)/(\sqrt\pi\,\Gamma((d+1)/2))`.
+
+    Book: eq. ``eq-12-phi`` in book/12-adversarial-fragility/compression.md.
+    """
+    from scipy.special import gammaln
+
+    d = positive_int(d, "d")
+    if d < 2:
+        raise ValueError(f"d must be at least 2, got {d}")
+    # eq-12-phi
+    return float(np.exp(gammaln(d / 2) - gammaln((d + 1) / 2)) / np.sqrt(np.pi))
 
 
 def thm5_cosines(A, v):
@@ -509,7 +536,10 @@ def projected_pairwise_robustness(P, X) -> np.ndarray:
 
 # --------------------------------------------------------------------------- networks (torch)
 def make_mlp(d: int, hidden: int, K: int):
-    """A ReLU network ``d -> hidden -> K`` in float64 (build it inside ``torch_seeded``)."""
+    """A ReLU network ``d -> hidden -> K`` in float64 (build it inside ``torch_seeded``).
+
+    Book: the ReLU network of book/12-adversarial-fragility/training.md.
+    """
     import torch
 
     d, hidden, K = positive_int(d, "d"), positive_int(hidden, "hidden"), positive_int(K, "K")
@@ -519,7 +549,10 @@ def make_mlp(d: int, hidden: int, K: int):
 
 
 def train_mlp(model, inputs, labels, steps: int, lr: float):
-    """Full-batch Adam on the squared loss to one-hot targets; returns the final loss."""
+    """Full-batch Adam on the squared loss to one-hot targets; returns the final loss.
+
+    Book: the ReLU network of book/12-adversarial-fragility/training.md.
+    """
     import torch
 
     steps = positive_int(steps, "steps")
@@ -542,7 +575,10 @@ def train_mlp(model, inputs, labels, steps: int, lr: float):
 
 
 def mlp_predict(model, inputs) -> np.ndarray:
-    r"""Labels :math:`\arg\max_k f_k(x)` of a network for inputs of shape ``(n, d)``."""
+    r"""Labels :math:`\arg\max_k f_k(x)` of a network for inputs of shape ``(n, d)``.
+
+    Book: book/12-adversarial-fragility/training.md.
+    """
     import torch
 
     x = torch.as_tensor(real_array(inputs, "inputs", ndim=2))
@@ -622,16 +658,16 @@ def deepfool(model, x, overshoot: float = 0.02, max_iter: int = 50) -> np.ndarra
     return delta
 
 
-def fmn_min_norm(model, inputs, labels, steps: int = 100, max_stepsize: float = 0.1):
-    r"""Smallest verified :math:`\ell_2` perturbation found by targeted FMN, over all targets.
+def fmn_targeted(model, inputs, labels, steps: int = 100, max_stepsize: float = 0.1):
+    r"""Targeted FMN (foolbox ``L2FMNAttack``) from every input towards every other class.
 
-    Runs foolbox's ``L2FMNAttack`` (fast minimum-norm attack; Pintor et al., 2021) towards
-    every class :math:`j\ne y` at each input (on a float32 copy of ``model``), keeps the
-    smallest successful perturbation per input, and tightens it in the model's own dtype by
-    :func:`bisect_norm` along its direction. ``inputs``: ``(n, d)``; ``labels``: ``(n,)``
-    (the class each input must keep). Returns ``(norms, deltas)`` of shapes ``(n,)`` and
-    ``(n, d)``; every returned norm is a verified upper bound on :math:`\rho(x)` (``inf`` and
-    a zero row where no target was reached).
+    ``inputs``: ``(n, d)``; ``labels``: ``(n,)`` integers in ``[0, K)``. The attack runs on a
+    float32 copy of ``model`` (foolbox's default step is set for images in :math:`[0,1]`, hence
+    ``max_stepsize``). Returns ``(targets, deltas, success)`` of shapes ``(n, K-1)``,
+    ``(n, K-1, d)`` (float64) and ``(n, K-1)``: row ``i`` lists the classes :math:`j\ne y_i` in
+    increasing order. The perturbations are *not* verified here (float32); use
+    :func:`verify_flip`, :func:`bisect_norm` or :func:`pairwise_boundary_norm`. Book: the FMN
+    attack in book/12-adversarial-fragility/training.md.
     """
     import copy
 
@@ -657,8 +693,124 @@ def fmn_min_norm(model, inputs, labels, steps: int = 100, max_stepsize: float = 
     attack = foolbox.attacks.L2FMNAttack(steps=steps, max_stepsize=max_stepsize)
     _, adv, success = attack(fmodel, x32, crit, epsilons=None)
     deltas = (adv - x32).double().numpy().reshape(n, K - 1, d)
+    return tgt.reshape(n, K - 1), deltas, success.numpy().reshape(n, K - 1)
+
+
+def _pair_args(model, x_i, x_j, i, j):
+    x_i = real_array(x_i, "x_i")
+    x_j = real_array(x_j, "x_j", shape=x_i.shape)
+    if x_i.ndim not in (1, 2):
+        raise ValueError(f"x_i must have shape (d,) or (m, d), got {x_i.shape}")
+    single = x_i.ndim == 1
+    x_i, x_j = np.atleast_2d(x_i), np.atleast_2d(x_j)
+    m = x_i.shape[0]
+    K = model[-1].out_features
+    idx = []
+    for name, v in (("i", i), ("j", j)):
+        v = np.broadcast_to(np.asarray(v), (m,)) if np.ndim(v) == 0 else np.asarray(v)
+        if v.shape != (m,) or not np.issubdtype(v.dtype, np.integer):
+            raise ValueError(f"{name} must be an integer or an integer array of shape ({m},)")
+        if v.min() < 0 or v.max() >= K:
+            raise ValueError(f"{name} must lie in [0, {K}), got {v.min()}..{v.max()}")
+        idx.append(v)
+    if np.any(idx[0] == idx[1]):
+        raise ValueError("i and j must differ (a class against itself has no boundary)")
+    return x_i, x_j, idx[0], idx[1], single
+
+
+def compression_factor(model, x_i, x_j, i, j, n: int = 64):
+    r"""Path average of the paper's compression factor :math:`\cos\theta_\gamma` on a segment.
+
+    For :math:`g=f_i-f_j` and the segment :math:`\gamma(t)=x_j+t(x_i-x_j)`, returns
+    :math:`\bar c=\frac1n\sum_k\cos\angle(\nabla g(\gamma(t_k)),\,x_i-x_j)` at the midpoints
+    :math:`t_k=(k+\tfrac12)/n` (the midpoint rule for :math:`\int_0^1\cos\theta_\gamma\,dt`).
+    The paper's Section 5 argument (as reported) predicts that the smallest perturbation that
+    moves :math:`x_i` onto the :math:`i/j` boundary has size about
+    :math:`\bar c\,\|x_i-x_j\|/2`. For a linear model :math:`\nabla g=w_i-w_j` and
+    :math:`\bar c` is the cosine of prf:`thm-12-ratio-law`.
+
+    ``model``: a torch module mapping ``(b, d)`` to ``(b, K)`` scores; ``x_i``, ``x_j``: ``(d,)``
+    or ``(m, d)``; ``i``, ``j``: class indices (integers or ``(m,)`` arrays). Returns a float or
+    an ``(m,)`` array. Book: the Section 5 test in book/12-adversarial-fragility/training.md.
+    """
+    import torch
+
+    x_i, x_j, i, j, single = _pair_args(model, x_i, x_j, i, j)
+    n = positive_int(n, "n")
+    m, d = x_i.shape
+    t = (np.arange(n) + 0.5) / n
+    diff = x_i - x_j
+    pts = x_j[:, None, :] + t[None, :, None] * diff[:, None, :]  # (m, n, d)
+    dtype = next(model.parameters()).dtype
+    xt = torch.tensor(pts.reshape(m * n, d), dtype=dtype, requires_grad=True)
+    F = model(xt)
+    rows = torch.arange(m * n)
+    ii, jj = torch.as_tensor(np.repeat(i, n)), torch.as_tensor(np.repeat(j, n))
+    # each row of F depends on its own input only, so one backward pass gives every grad g
+    (grad,) = torch.autograd.grad((F[rows, ii] - F[rows, jj]).sum(), xt)
+    G = grad.detach().double().numpy().reshape(m, n, d)
+    u = diff / np.linalg.norm(diff, axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cos = np.einsum("mnd,md->mn", G, u) / np.linalg.norm(G, axis=2)
+    c = cos.mean(axis=1)
+    return float(c[0]) if single else c
+
+
+def pairwise_boundary_norm(model, x, delta, i, j, iters: int = 40):
+    r"""Verified distance to the :math:`i/j` boundary along ``delta``, by bisection.
+
+    For :math:`g=f_i-f_j` with :math:`g(x)>0`, returns :math:`t\|\delta\|` for a
+    :math:`t\in(0,1]` with :math:`g(x+t\delta)\le0` found by bisection (evaluated in the
+    model's dtype): an upper bound on the pairwise robustness
+    :math:`\rho(x\to j)=\min\{\|e\|:f_j(x+e)\ge f_i(x+e)\}`. ``x``, ``delta``: ``(d,)``
+    or ``(m, d)``; ``i``, ``j``: integers or ``(m,)`` arrays. Entries where
+    :math:`g(x)\le0` or :math:`g(x+\delta)>0` (no verified crossing) are ``nan``. Book: the
+    Section 5 test in book/12-adversarial-fragility/training.md.
+    """
+    import torch
+
+    x, delta, i, j, single = _pair_args(model, x, delta, i, j)
+    iters = positive_int(iters, "iters")
+    dtype = next(model.parameters()).dtype
+    rows = np.arange(len(x))
+
+    def g(t):
+        with torch.no_grad():
+            F = model(torch.as_tensor(x + t[:, None] * delta, dtype=dtype)).double().numpy()
+        return F[rows, i] - F[rows, j]
+
+    ok = (g(np.zeros(len(x))) > 0) & (g(np.ones(len(x))) <= 0)
+    lo, hi = np.zeros(len(x)), np.ones(len(x))
+    for _ in range(iters):
+        mid = (lo + hi) / 2
+        crossed = g(mid) <= 0
+        hi, lo = np.where(crossed, mid, hi), np.where(crossed, lo, mid)
+    out = np.where(ok, hi * np.linalg.norm(delta, axis=1), np.nan)
+    return float(out[0]) if single else out
+
+
+def fmn_min_norm(model, inputs, labels, steps: int = 100, max_stepsize: float = 0.1, attack=None):
+    r"""Smallest verified :math:`\ell_2` perturbation found by targeted FMN, over all targets.
+
+    Runs foolbox's ``L2FMNAttack`` (fast minimum-norm attack; Pintor et al., 2021) towards
+    every class :math:`j\ne y` at each input (on a float32 copy of ``model``), keeps the
+    smallest successful perturbation per input, and tightens it in the model's own dtype by
+    :func:`bisect_norm` along its direction. ``inputs``: ``(n, d)``; ``labels``: ``(n,)``
+    (the class each input must keep). Returns ``(norms, deltas)`` of shapes ``(n,)`` and
+    ``(n, d)``; every returned norm is a verified upper bound on :math:`\rho(x)` (``inf`` and
+    a zero row where no target was reached). ``attack``: the output of :func:`fmn_targeted`
+    on the same inputs, to reuse it instead of running the attack again. Book: the FMN attack
+    in book/12-adversarial-fragility/training.md.
+    """
+    x = real_array(inputs, "inputs", ndim=2)
+    n, d = x.shape
+    if attack is None:
+        attack = fmn_targeted(model, x, labels, steps, max_stepsize)
+    targets, deltas, success = attack
+    if deltas.shape[:2] != success.shape or deltas.shape[0] != n or deltas.shape[2] != d:
+        raise ValueError(f"attack must be fmn_targeted's output for inputs of shape {x.shape}")
     size = np.linalg.norm(deltas, axis=2)
-    size[~success.numpy().reshape(n, K - 1)] = np.inf
+    size[~success] = np.inf
     norms, best = np.full(n, np.inf), np.zeros((n, d))
     for i in range(n):
         for k in np.argsort(size[i]):  # smallest first; float32 may miss the flip in float64
@@ -670,7 +822,10 @@ def fmn_min_norm(model, inputs, labels, steps: int = 100, max_stepsize: float = 
 
 
 def verify_flip(model, x, delta) -> bool:
-    """True when ``model`` labels ``x + delta`` differently from ``x``."""
+    """True when ``model`` labels ``x + delta`` differently from ``x``.
+
+    Book: "we never report an unverified norm", book/12-adversarial-fragility/training.md.
+    """
     x = real_array(x, "x", ndim=1)
     delta = real_array(delta, "delta", shape=x.shape)
     return _predict(model, x) != _predict(model, x + delta)
@@ -678,7 +833,9 @@ def verify_flip(model, x, delta) -> bool:
 
 def bisect_norm(model, x, delta, iters: int = 40) -> float:
     r"""Smallest :math:`t\in(0,1]` (by bisection) with a flip at ``x + t * delta``, times
-    :math:`\|\delta\|`: a verified upper bound on the robustness :math:`\rho(x)`."""
+    :math:`\|\delta\|`: a verified upper bound on the robustness :math:`\rho(x)`.
+
+    Book: book/12-adversarial-fragility/training.md."""
     x = real_array(x, "x", ndim=1)
     delta = real_array(delta, "delta", shape=x.shape)
     iters = positive_int(iters, "iters")
