@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from scipy import optimize
+from scipy import optimize, stats
 
 from lib.papers import benign_leaky as bl
 
@@ -358,6 +358,24 @@ def test_network_error_is_matches_linear_rule_for_equal_neurons():
     assert abs(est - exact) < 4 * se and se < 0.05 * exact
 
 
+def test_network_log_error_is_resolves_errors_below_double_precision():
+    # equal rows per sign: the network is its linear rule, whose log error is exact
+    g = gen(21)
+    X, y, _ = bl.sample_mixture(10, 30, 80.0, g)
+    W = bl.limit_weights(X, y, 0.2, 6)
+    mu = 60.0 * np.eye(30)[0]
+    log_err, rel_se = bl.network_log_error_is(W, 0.2, mu, 20000, g)
+    exact = stats.norm.logcdf(-bl.snr(bl.decision_normal(W), mu))
+    assert exact < -800  # the error itself underflows a double
+    assert bl.network_error_is(W, 0.2, mu, 100, g)[0] == 0.0
+    assert abs(log_err - exact) < 4 * rel_se and rel_se < 0.05
+    # where it does not underflow, the two estimators agree draw for draw
+    mu_small = 3.0 * np.eye(30)[0]
+    est, se = bl.network_error_is(W, 0.2, mu_small, 5000, gen(5))
+    log_est, rel = bl.network_log_error_is(W, 0.2, mu_small, 5000, gen(5))
+    assert np.log(est) == pytest.approx(log_est, rel=1e-12) and se == pytest.approx(est * rel)
+
+
 def test_network_error_is_matches_plain_monte_carlo_for_unequal_neurons():
     g = gen(13)
     W = g.standard_normal((4, 6))  # unequal rows: the network is not a linear rule
@@ -471,6 +489,11 @@ def test_snr_and_default_step():
             lambda: bl.network_error_is(np.ones((2, 3)), 0.1, np.ones(3), 0, gen()),
             ValueError,
             "n_samples",
+        ),
+        (
+            lambda: bl.network_log_error_is(np.ones((2, 3)), 0.1, np.ones(4), 10, gen()),
+            ValueError,
+            "mu",
         ),
     ],
 )

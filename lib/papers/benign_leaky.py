@@ -57,6 +57,7 @@ __all__ = [
     "log_error_ratio",
     "network_error",
     "network_error_is",
+    "network_log_error_is",
     "decision_normal",
 ]
 
@@ -598,14 +599,34 @@ def network_error_is(
     r"""Clean test error :math:`\Pr(yf(x;W)<0)` of the network on Gaussian mixtures, by importance
     sampling in the row space of W, with its standard error.
 
+    The value of :func:`network_log_error_is`, exponentiated (it underflows to 0 below about
+    :math:`10^{-308}`; use the log version there).
+
+    Returns
+    -------
+    (error, standard_error), each the average over the two classes.
+    Book: eq. ``eq-10-gauss-error`` in book/10-benign-overfitting-leaky-relu/phase_transition.md.
+    """
+    log_err, rel_se = network_log_error_is(W, gamma, mu, n_samples, rng)
+    err = float(np.exp(log_err))
+    return err, err * rel_se
+
+
+def network_log_error_is(
+    W, gamma: float, mu, n_samples: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    r"""Log of the clean test error :math:`\Pr(yf(x;W)<0)` of the network on Gaussian mixtures,
+    by importance sampling in the row space of W with log-domain weights, and the relative
+    standard error of the error (the SE of its log, to first order).
+
     :math:`f(x;W)` depends on :math:`z` only through :math:`B^\top z\sim N(0,I_k)`, where the
     columns of :math:`B` (shape (p, k), :math:`k\le m`) are an orthonormal basis of the rows of
     W. For each class :math:`y=\pm1` we sample :math:`\xi\sim N(\xi^\star,I_k)`, shifted to the
     point :math:`\xi^\star` of the linear boundary :math:`\langle u-v,x\rangle=0` nearest to
-    :math:`y\mu`, and weight by :math:`\exp(-\langle\xi^\star,\xi\rangle+\|\xi^\star\|^2/2)`.
+    :math:`y\mu`, and weight by :math:`\exp(-\langle\xi^\star,\xi\rangle+\|\xi^\star\|^2/2)`,
+    kept as logarithms (log-sum-exp), so errors far below :math:`10^{-308}` are resolved.
     The estimate is unbiased for the network's own decision rule, which need not be linear (the
-    neurons of one sign differ after the first step), and it resolves errors far below
-    :math:`1/n_{\rm samples}`.
+    neurons of one sign differ after the first step).
 
     Parameters
     ----------
@@ -614,7 +635,7 @@ def network_error_is(
 
     Returns
     -------
-    (error, standard_error), each the average over the two classes.
+    (log_error, relative_standard_error); log_error is -inf if no sample was misclassified.
     Book: eq. ``eq-10-gauss-error`` in book/10-benign-overfitting-leaky-relu/phase_transition.md.
     """
     W = real_array(W, "W", ndim=2)
@@ -628,15 +649,25 @@ def network_error_is(
     normal = B.T @ decision_normal(W)  # (k,) u - v in the basis (it lies in the row space)
     a = second_layer(W.shape[0])
     WB, Wmu = W @ B, W @ mu  # (m, k), (m,)
-    est, var = 0.0, 0.0
+    logs, rel_vars = [], []
     for y in (1.0, -1.0):
         # nearest point of {<u - v, y mu + B xi> = 0}: xi* = -(y <u - v, mu>/||normal||^2) normal
         shift = -(y * (decision_normal(W) @ mu) / (normal @ normal)) * normal
         xi = shift + rng.standard_normal((n_samples, B.shape[1]))
         pre = y * Wmu + xi @ WB.T  # (n_samples, m) pre-activations
         f = np.maximum(pre, gamma * pre) @ a
-        weight = np.exp(-(xi @ shift) + shift @ shift / 2)
-        terms = np.where(y * f < 0, weight, 0.0)
-        est += terms.mean() / 2
-        var += terms.var() / n_samples / 4
-    return float(est), float(np.sqrt(var))
+        log_w = np.where(y * f < 0, -(xi @ shift) + shift @ shift / 2, -np.inf)
+        top = np.max(log_w)
+        if not np.isfinite(top):
+            logs.append(-np.inf)
+            rel_vars.append(0.0)
+            continue
+        scaled = np.exp(log_w - top)  # terms / e^top
+        mean = scaled.mean()
+        logs.append(top + np.log(mean))
+        rel_vars.append(scaled.var() / n_samples / mean**2)
+    log_err = float(np.logaddexp(*logs) - np.log(2.0))  # average of the two classes
+    # relative variance of (e_+ + e_-)/2: sum of the classes' variances over their sum squared
+    weights = np.exp(np.array(logs) - np.logaddexp(*logs)) if np.isfinite(log_err) else [0, 0]
+    rel_se = float(np.sqrt(np.sum(np.square(weights) * np.array(rel_vars))))
+    return log_err, rel_se
