@@ -285,3 +285,100 @@ def test_exploration_form_mu_norm_closed_form():
     f = s**2 - v
     form = (f * (f - (c**2 * s**2 + q - v)) * w).sum()
     assert form / (f**2 * w).sum() == pytest.approx(1 - c**2, rel=1e-10)
+
+
+def _reference_ac(env, theta0, T, alpha, beta, gamma, horizon, omega0, radius, sign, rng):
+    """Plain loop over steps, with the same random draws as single_timescale_ac: the chains whose
+    horizon has not passed draw an action and a transition, in that order."""
+    n = horizon.size
+    omega = [w.copy() for w in omega0]
+    theta, eta = np.full(n, theta0), np.zeros(n)
+    s = rng.standard_normal(n) * np.sqrt(ac.stationary_var(env, ac.gain(env, theta0)))
+    thetas = np.tile(theta, (T + 1, 1))
+    for t in range(T):
+        i = np.flatnonzero(horizon > t)
+        sub = [w[i] for w in omega]
+        a = ac.sample_action(env, theta[i], s[i], rng)
+        r, s_next = ac.env_step(env, s[i], a, rng)
+        V, G = ac.critic_value_and_grad(sub, s[i])
+        delta = r - eta[i] + ac.critic_value(sub, s_next) - V
+        score = ac.grad_log_pi(env, theta[i], s[i], a)
+        eta[i] += gamma[i] * (r - eta[i])
+        sub = [
+            w + (beta[i] * delta).reshape((-1,) + (1,) * (g.ndim - 1)) * g for w, g in zip(sub, G)
+        ]
+        sub = ac.project_ball(sub, [w[i] for w in omega0], radius[i])
+        for w, w_new in zip(omega, sub):
+            w[i] = w_new
+        theta[i] += sign[i] * alpha[i] * delta * score
+        s[i] = s_next
+        thetas[t + 1 :, i] = theta[i]
+    return thetas, eta, omega
+
+
+def test_segmented_loop_matches_plain_reference():
+    n, T = 4, 30
+    horizon = np.array([8, 30, 8, 30])
+    alpha = np.array([0.05, 0.02, 0.03, 0.04])
+    beta = np.array([0.2, 0.0, 0.1, 0.3])
+    gamma = np.full(n, 0.1)
+    radius = np.array([np.inf, 0.1, 0.05, np.inf])
+    sign = np.array([1.0, -1.0, 1.0, 1.0])
+    omega0 = ac.init_critic(3, n, gen(12))
+    run = ac.single_timescale_ac(
+        ENV,
+        0.4,
+        T,
+        alpha,
+        beta,
+        gamma,
+        n,
+        3,
+        gen(13),
+        horizon=horizon,
+        omega0=omega0,
+        radius=radius,
+        sign=sign,
+    )
+    thetas, eta, omega = _reference_ac(
+        ENV, 0.4, T, alpha, beta, gamma, horizon, omega0, radius, sign, gen(13)
+    )
+    assert np.allclose(run.theta, thetas, atol=1e-12)
+    assert np.allclose(run.eta[-1], eta, atol=1e-12)
+    assert all(np.allclose(a, b, atol=1e-12) for a, b in zip(run.omega, omega))
+    assert np.all(run.drift[[1, 2]] <= radius[[1, 2]] + 1e-12)
+
+
+def test_zero_output_critic_with_zero_step_stays_zero():
+    omega0 = ac.init_critic(4, 3, gen(14))
+    omega0[4][:] = 0.0
+    run = ac.single_timescale_ac(ENV, 0.5, 50, 0.05, 0.0, 0.1, 3, 4, gen(15), omega0=omega0)
+    assert np.all(run.drift == 0.0)
+    assert np.all(ac.critic_value(run.omega, gen(16).normal(size=(3, 5))) == 0.0)
+
+
+def test_project_ball_per_chain_radius():
+    w0 = ac.init_critic(3, 2, gen(17))
+    u = [w + 3.0 for w in w0]
+    p = ac.project_ball(u, w0, np.array([np.inf, 0.5]))
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(p, u))
+    d = np.sqrt(sum(((a[1] - b[1]) ** 2).sum() for a, b in zip(p, w0)))
+    assert d == pytest.approx(0.5)
+
+
+def test_oracle_horizon_stops_chain_without_changing_others():
+    th = ac.oracle_ascent(ENV, 0.8, 20, 0.1, 1.0, 2, gen(18), horizon=np.array([5, 20]))
+    ref = ac.oracle_ascent(ENV, 0.8, 20, 0.1, 1.0, 2, gen(18))
+    assert np.array_equal(th[:, 1], ref[:, 1])
+    assert np.array_equal(th[:6, 0], ref[:6, 0]) and np.all(th[5:, 0] == th[5, 0])
+
+
+def test_new_arguments_validated():
+    with pytest.raises(ValueError, match="omega0"):
+        ac.single_timescale_ac(
+            ENV, 0.5, 10, 0.1, 0.1, 0.1, 2, 4, gen(), omega0=ac.init_critic(3, 2, gen())
+        )
+    with pytest.raises(ValueError, match="radius"):
+        ac.single_timescale_ac(ENV, 0.5, 10, 0.1, 0.1, 0.1, 2, 4, gen(), radius=np.array([1, -1]))
+    with pytest.raises(ValueError, match="sign"):
+        ac.single_timescale_ac(ENV, 0.5, 10, 0.1, 0.1, 0.1, 2, 4, gen(), sign=np.ones(3))
