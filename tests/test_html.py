@@ -79,6 +79,7 @@ def repo_settings() -> dict:
 def site():
     if not (HTML / "index.html").exists():
         pytest.fail("no built HTML in _build/html: run the book build first (make test does)")
+
     class QuietHandler(http.server.SimpleHTTPRequestHandler):
         def log_message(self, *args):  # one line per request would bury the test report
             pass
