@@ -4,6 +4,12 @@ Runs after the book build (marker ``built``): for every page in the table of con
 no console errors, math rendered by MathJax, every image loaded, theorem/proof boxes
 rendered and no unresolved cross-reference, launch and download links of the expected
 form; search finds a chapter word; figures are opaque; a screenshot is saved.
+
+The reader's checks (#39): navigation opens on phones and tablets; claim tables fit their
+container with the statement given most of the width; no display equation is clipped at
+1280 px; theorem and figure numbers restart in each chapter; no raw TeX in titles, links or
+printed outputs; figures stay on white and notes stay readable in dark mode; the ledger's
+filter matches all words.
 """
 
 from __future__ import annotations
@@ -73,8 +79,12 @@ def repo_settings() -> dict:
 def site():
     if not (HTML / "index.html").exists():
         pytest.fail("no built HTML in _build/html: run the book build first (make test does)")
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(HTML))
-    handler.log_message = lambda *a, **k: None
+
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):  # one line per request would bury the test report
+            pass
+
+    handler = functools.partial(QuietHandler, directory=str(HTML))
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -123,6 +133,80 @@ def wait_for_math(page):
         timeout=20000,
     )
     page.evaluate("() => window.MathJax.startup.promise")
+
+
+# A display equation is clipped when its rendered content is wider than its box and the box
+# does not show a scrollbar at all times (overflow-x: scroll), or when the box itself sticks
+# out of the article. Headless chromium hides auto scrollbars, as overlay scrollbars do.
+CLIPPED_MATH_JS = """() => {
+  const art = (document.querySelector('main article') || document.querySelector('main'))
+    .getBoundingClientRect();
+  const out = [];
+  document.querySelectorAll('main mjx-container[display="true"]').forEach(m => {
+    const r = m.getBoundingClientRect();
+    const wide = m.scrollWidth > m.clientWidth + 1 && getComputedStyle(m).overflowX !== 'scroll';
+    if (r.width > 0 && (wide || r.right > art.right + 1)) {
+      const tex = m.querySelector('mjx-assistive-mml');
+      out.push(Math.round(m.scrollWidth) + 'px in ' + Math.round(m.clientWidth) + 'px: ' +
+               (tex ? tex.textContent.slice(0, 50) : '?'));
+    }
+  });
+  return out;
+}"""
+
+# Numbers shown on theorem-like boxes and figure captions ("Theorem 12.3", "Fig. 12.1").
+CAPTION_NUMBERS_JS = """() => Array.from(document.querySelectorAll(
+    'main div.proof > p.admonition-title > span.caption-number, main figcaption .caption-number'))
+  .map(e => e.textContent.trim())"""
+
+# Text a reader sees as a title or a link name: the tab title, the navigation, prev/next,
+# the links inside the page (claim tables' "checked in", toctrees).
+TITLE_TEXTS_JS = """() => [document.title].concat(Array.from(document.querySelectorAll(
+    'nav a, .prev-next-area a, main a:not(.headerlink)'))
+  .filter(a => !a.querySelector('mjx-container'))
+  .map(a => a.textContent.trim()))"""
+RAW_TEX = re.compile(r"\\[A-Za-z]+|\$[^$\s]|\\\(")
+
+# Printed outputs (stdout, text/plain) of the notebooks: no TeX source left for the reader.
+OUTPUT_TEXT_JS = """() => Array.from(document.querySelectorAll(
+    'main .cell_output .output.stream, main .cell_output .output.text_plain'))
+  .map(e => e.textContent).join('\\n')"""
+
+# Dark mode: the first opaque background behind every figure, and the contrast of notes.
+DARK_MODE_JS = """() => {
+  const rgb = s => (s.match(/[\\d.]+/g) || []).map(Number);
+  const bgOf = el => {
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgb(getComputedStyle(e).backgroundColor);
+      if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) return c.slice(0, 3);
+    }
+    return rgb(getComputedStyle(document.body).backgroundColor).slice(0, 3);
+  };
+  const lum = c => {
+    const f = v => { v /= 255;
+      return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  const contrast = (a, b) => { const x = lum(a), y = lum(b);
+    return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05); };
+  const figures = Array.from(document.querySelectorAll('main img, main svg.ledger-figure-svg'))
+    .filter(i => !i.closest('.bd-header-article, .header-article-items'))
+    .filter(i => i.getBoundingClientRect().width > 40)
+    .filter(i => Math.min(...bgOf(i)) < 250 || getComputedStyle(i).filter !== 'none')
+    .map(i => (i.getAttribute('src') || i.getAttribute('class') || '?').slice(-40));
+  const notes = Array.from(document.querySelectorAll(
+      'main .ledger-note, main details.ledger-chapter summary small, main .finding-claim, ' +
+      'main .ledger-summary, main .ledger-sweep'))
+    .filter(e => e.getBoundingClientRect().width > 0)
+    .map(e => [e.className || e.tagName, contrast(rgb(getComputedStyle(e).color), bgOf(e))])
+    .filter(x => x[1] < 4.5).map(x => x[0] + ' ' + x[1].toFixed(2));
+  return {figures: figures, notes: notes};
+}"""
+
+
+def chapter_of(docname: str) -> int | None:
+    m = re.match(r"book/(\d\d)-", docname)
+    return int(m.group(1)) if m else None
 
 
 VISIBLE_TEXT_JS = """() => {
@@ -184,6 +268,35 @@ def check_page(browser, site, docname) -> list[str]:
                 document.querySelectorAll('main .xref, main .missing-reference'))
             .filter(e => !e.closest('a')).map(e => e.textContent)""")
         problems += [f"unresolved cross-reference {t!r}" for t in unresolved]
+        # -- display equations: none clipped at 1280 px (#39 item 3)
+        clipped = page.evaluate(CLIPPED_MATH_JS)
+        problems += [f"clipped display equation ({c})" for c in clipped]
+        # -- theorem and figure numbers restart in each chapter: "Theorem 12.3" (#39 item 4)
+        ch = chapter_of(docname)
+        if ch is not None:
+            for label in page.evaluate(CAPTION_NUMBERS_JS):
+                m = re.search(r"(\d+(?:\.\d+)*)$", label)
+                if not m or not m.group(1).startswith(f"{ch}."):
+                    problems.append(f"{label!r} is not numbered within chapter {ch}")
+        # -- no raw TeX in the tab title, the navigation or link names (#39 item 5)
+        titles = page.evaluate(TITLE_TEXTS_JS)
+        problems += sorted(
+            {f"raw TeX in a title or link: {t!r}" for t in titles if RAW_TEX.search(t)}
+        )
+        outputs = page.evaluate(OUTPUT_TEXT_JS)
+        for m in re.finditer(r"\$\\{1,2}[A-Za-z]+|\\\\[A-Za-z]+", outputs):
+            problems.append(
+                f"raw TeX in a printed output: {outputs[max(0, m.start() - 20) : m.end() + 20]!r}"
+            )
+        # -- dark mode: figures on white, notes readable (#39 item 10)
+        page.evaluate("() => { document.documentElement.dataset.theme = 'dark'; }")
+        page.wait_for_timeout(50)
+        dark = page.evaluate(DARK_MODE_JS)
+        problems += [f"dark mode: figure not on white: {f}" for f in dark["figures"]]
+        problems += [f"dark mode: low contrast note: {n}" for n in dark["notes"]]
+        page.evaluate("() => { document.documentElement.dataset.theme = 'light'; }")
+        light = page.evaluate(DARK_MODE_JS)
+        problems += [f"light mode: low contrast note: {n}" for n in light["notes"]]
         # -- launch (Binder) and .ipynb download links on notebook pages
         if is_notebook(docname):
             repo = repo_settings()
@@ -270,6 +383,10 @@ LEDGER_CHECK_JS = """() => {
 }"""
 
 
+VISIBLE_ROWS_JS = """() => Array.from(document.querySelectorAll('.ledger-table tbody tr'))
+  .filter(tr => !tr.hidden).map(tr => tr.querySelector('code').textContent)"""
+
+
 @pytest.mark.parametrize("viewport", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
 def test_ledger_is_readable(browser, site, viewport):
     """Every verdict badge visible without scrolling the page sideways; the filter works;
@@ -311,6 +428,120 @@ def test_ledger_is_readable(browser, site, viewport):
         )
         expected = sum(r["verdict"] == "not reproduced" for r in records)
         assert len(verdicts) == expected and set(verdicts) <= {"not reproduced"}
+        # all words, in any order, not one substring (#39 item 10): two words of a statement,
+        # reversed, keep its row; a word no record has empties the table
+        page.select_option("#ledger-verdict", "")
+        rec = next(r for r in records if len(re.findall(r"[a-z]{4,}", r["statement"])) >= 3)
+        words = re.findall(r"[a-z]{4,}", rec["statement"])
+        page.fill("#ledger-q", f"{words[-1]} {words[0]}")
+        rows = page.evaluate(VISIBLE_ROWS_JS)
+        assert rec["id"] in rows, f"'{words[-1]} {words[0]}' hides {rec['id']}"
+        page.fill("#ledger-q", f"{words[0]} zzqqxyzzy")
+        assert page.evaluate(VISIBLE_ROWS_JS) == []
     finally:
         page.close()
     assert not errors, errors
+
+
+# -- #39 item 1: navigation on phones and tablets ------------------------------------------
+
+
+@pytest.mark.parametrize("width", [390, 900], ids=["phone", "tablet"])
+def test_navigation_opens_on_narrow_screens(browser, site, width):
+    """A tap on the visible hamburger opens the chapter list; a tap on the visible
+    "Contents" button opens the page's contents."""
+    page = browser.new_page(viewport={"width": width, "height": 844})
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{site}/book/07-q-learning-pd2z/rates.html", wait_until="load")
+        page.wait_for_timeout(300)
+        page.locator("button.primary-toggle:visible").first.click()
+        page.wait_for_timeout(300)
+        links = page.evaluate(
+            """() => { const d = document.getElementById('pst-primary-sidebar-modal');
+              return d && d.open ? Array.from(d.querySelectorAll('a'))
+                .filter(a => a.getBoundingClientRect().width > 0).map(a => a.href) : []; }"""
+        )
+        chapters = {h for h in links if re.search(r"/book/\d\d-[^/]+/index\.html", h)}
+        assert len(chapters) >= 10, f"at {width} px the hamburger opened {len(chapters)} chapters"
+        page.keyboard.press("Escape")
+        page.wait_for_timeout(200)
+        page.locator("button.secondary-toggle:visible").first.click()
+        page.wait_for_timeout(300)
+        anchors = page.evaluate(
+            """() => { const d = document.getElementById('pst-secondary-sidebar-modal');
+              return d && d.open ? Array.from(d.querySelectorAll('a[href^="#"]'))
+                .filter(a => a.getBoundingClientRect().width > 0).length : 0; }"""
+        )
+        assert anchors > 0, f"at {width} px the Contents button opened no in-page contents"
+    finally:
+        page.close()
+    assert not errors, errors
+
+
+# -- #39 item 2: claim tables ---------------------------------------------------------------
+
+TABLE_GEOMETRY_JS = """() => {
+  document.querySelectorAll('details.ledger-chapter').forEach(d => { d.open = true; });
+  const article = document.querySelector('main article').getBoundingClientRect();
+  return Array.from(document.querySelectorAll('table.ledger-table')).map(t => {
+    const box = t.parentElement.getBoundingClientRect();
+    const rows = Array.from(t.querySelectorAll('tbody tr'))
+      .map(r => r.getBoundingClientRect().height);
+    const heads = Array.from(t.querySelectorAll('thead th')).map(th => th.textContent.trim());
+    const claimCol = heads.indexOf('claim');
+    const first = t.querySelector('tbody tr');
+    const claimCell = first && claimCol >= 0 ? first.children[claimCol] : null;
+    return {width: t.getBoundingClientRect().width, box: box.width, article: article.width,
+            boxRight: box.right, articleRight: article.right,
+            claimWidth: claimCell ? claimCell.getBoundingClientRect().width : 0,
+            maxRow: Math.max(0, ...rows), rows: rows.length,
+            height: t.getBoundingClientRect().height};
+  });
+}"""
+
+
+def claim_table_pages() -> list[str]:
+    return ["book/ledger"] + [
+        d for d in toc_docnames() if re.fullmatch(r"book/\d\d-[^/]+/index", d)
+    ]
+
+
+@pytest.mark.parametrize("width", [1280, 390], ids=["desktop", "phone"])
+def test_claim_tables_fit(browser, site, width):
+    """On the ledger and every chapter index: no claim table wider than its container or the
+    article; at 1280 px the statement gets most of the width and no row is taller than
+    400 px (the ids wrap instead of widening the table)."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    problems = []
+    try:
+        for doc in claim_table_pages():
+            page.goto(f"{site}/{doc}.html", wait_until="load")
+            for k, t in enumerate(page.evaluate(TABLE_GEOMETRY_JS)):
+                where = f"{doc} table {k}"
+                if t["width"] > t["box"] + 1 or t["boxRight"] > t["articleRight"] + 1:
+                    problems.append(f"{where}: {t['width']:.0f} px in a {t['box']:.0f} px box")
+                if width >= 1200:
+                    if t["claimWidth"] < 0.4 * t["width"]:
+                        problems.append(
+                            f"{where}: claim column {t['claimWidth']:.0f} of {t['width']:.0f} px"
+                        )
+                    if t["maxRow"] > 400:
+                        problems.append(f"{where}: a row {t['maxRow']:.0f} px tall")
+    finally:
+        page.close()
+    assert not problems, "; ".join(problems[:12]) + f" ({len(problems)} problems)"
+
+
+# -- #39 item 5: raw TeX in the search index --------------------------------------------------
+
+
+def test_no_raw_tex_in_search_titles():
+    """The search index's page titles (shown as search results) carry no TeX source."""
+    text = (HTML / "searchindex.js").read_text(encoding="utf-8")
+    import json
+
+    index = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    bad = [t for t in index["titles"] if RAW_TEX.search(t)]
+    assert not bad, bad

@@ -1,17 +1,20 @@
-// The claims ledger's filter: by text, verdict and kind. Served with the book (no CDN).
+// The claims ledger's filter: by words (all must occur), verdict and kind. Served with the book (no CDN).
 (function () {
   function apply() {
     var q = (document.getElementById("ledger-q") || {}).value || "";
     var verdict = (document.getElementById("ledger-verdict") || {}).value || "";
     var kind = (document.getElementById("ledger-kind") || {}).value || "";
-    q = q.trim().toLowerCase();
+    // every word must occur (in any order), not the whole query as one substring
+    var words = q.trim().toLowerCase().split(/\s+/).filter(function (w) { return w !== ""; });
+    q = words.join(" ");
     var active = q !== "" || verdict !== "" || kind !== "";
     var shown = 0, total = 0;
     document.querySelectorAll("details.ledger-chapter").forEach(function (sec) {
       var visible = 0;
       sec.querySelectorAll("tbody tr").forEach(function (tr) {
         total += 1;
-        var ok = (!q || tr.dataset.search.indexOf(q) >= 0) &&
+        var text = tr.dataset.search;
+        var ok = words.every(function (w) { return text.indexOf(w) >= 0; }) &&
           (!verdict || tr.dataset.verdict === verdict) &&
           (!kind || tr.dataset.kind === kind);
         tr.hidden = !ok;

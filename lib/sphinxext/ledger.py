@@ -6,7 +6,8 @@ to one chapter). The "checked in" column links to the page whose executed output
 shows the claim, found by scanning the built doctrees for the claim's HTML row.
 ``{claims-status}`` (``:chapter: NN``) renders one sentence: how many *evidence* claims
 pass and how many are not reproduced (only evidence counts towards reproduction), and how
-many consistency and sanity checks there are besides.
+many consistency and sanity checks there are besides, and which of the paper's headline
+results no evidence claim tests (declared in ``book/_data/headline-results.yml``).
 Pages using either directive are re-read on every build, so nothing is stale.
 Records, verdicts, kinds and the row marker come from :mod:`lib.records`.
 """
@@ -27,6 +28,7 @@ from lib.records import (
     NOT_REPRODUCED,
     PASS,
     RECORD_FIELDS,
+    ROOT,
     ROW_RE,
     SANITY,
     load_records,
@@ -92,8 +94,48 @@ class ClaimsFindings(ClaimsLedger):
     node_class = findings_placeholder
 
 
-def status_text(recs: list[dict]) -> str:
-    """One sentence: evidence claims by verdict, then the other kinds' counts."""
+HEADLINES = ROOT / "book" / "_data" / "headline-results.yml"
+
+
+def headline_results(path=None) -> dict[str, list[dict]]:
+    """The papers' headline results per chapter: ``{"07": [{"name": ..., "ids": [...]}]}``."""
+    import yaml
+
+    path = HEADLINES if path is None else path
+    if not path.exists():
+        return {}
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    return {str(ch).zfill(2): list(items or []) for ch, items in data.items()}
+
+
+def untested_headlines(recs: list[dict], chapter: str, headlines=None) -> list[str]:
+    """The names of chapter ``chapter``'s headline results that no evidence claim names (the
+    second part of an evidence claim's id, ``07/thm-3.1/...``, is one of the result's ids)."""
+    headlines = headline_results() if headlines is None else headlines
+    named = {
+        r["id"].split("/")[1]
+        for r in recs
+        if r.get("kind") == EVIDENCE and r.get("chapter") == chapter and r["id"].count("/") >= 2
+    }
+    return [h["name"] for h in headlines.get(chapter, []) if not named & set(h.get("ids", []))]
+
+
+def untested_text(recs: list[dict], chapter: str = "", headlines=None) -> str:
+    """``untested headline results: k (names)``; for the whole book (no chapter), the count
+    over all chapters."""
+    headlines = headline_results() if headlines is None else headlines
+    if chapter:
+        names = untested_headlines(recs, chapter, headlines)
+        listed = f" ({'; '.join(names)})" if names else ""
+        return f"Untested headline results of the paper: {len(names)}{listed}."
+    total = sum(len(v) for v in headlines.values())
+    k = sum(len(untested_headlines(recs, ch, headlines)) for ch in headlines)
+    return f"Untested headline results: {k} of the papers' {total} (listed per chapter)."
+
+
+def status_text(recs: list[dict], chapter: str | None = None, headlines=None) -> str:
+    """One sentence: evidence claims by verdict, then the other kinds' counts; with a chapter
+    (``"07"``; ``""`` for the whole book), a second: the paper's untested headline results."""
     ev = [r for r in recs if r.get("kind") == EVIDENCE]
     n_pass = sum(r.get("verdict") == PASS for r in ev)
     n_nr = sum(r.get("verdict") == NOT_REPRODUCED for r in ev)
@@ -105,11 +147,16 @@ def status_text(recs: list[dict]) -> str:
         f"Reproduction status: {len(ev)} evidence claims, {n_pass} pass and {n_nr} not "
         f"reproduced" + (f", {n_fail} FAIL" if n_fail else "") + ". Besides these, "
         f"{n_cons} consistency checks of our own derivation and {n_san} sanity checks "
-        f"(true by construction) run with the chapter"
+        f"(true by construction) run with the {'book' if chapter == '' else 'chapter'}"
     )
     if n_unk:
         text += f"; {n_unk} records carry no kind"
-    return text + "."
+    text += "."
+    if chapter is not None:
+        text += " " + untested_text(recs, chapter, headlines)
+    if chapter == "":
+        text += f" Findings (where the book qualifies a paper): {len(findings_of(recs))}."
+    return text
 
 
 def _collect_locations(app, doctree):
@@ -170,12 +217,21 @@ def _badge(verdict: str) -> str:
 
 
 def _rows_html(app, fromdocname, recs, robust, with_chapter) -> str:
+    """The claims table: four columns, so that the statement gets most of the width (about
+    half at 1280 px): the verdict and kind; the id (it wraps), the statement and the note;
+    what was measured, the criterion and the seeds; the page that checks the claim. Each row's
+    HTML id is the claim's anchor (:func:`claim_anchor`)."""
     locations = getattr(app.env, "claims_locations", {})
-    heads = ["verdict", "kind", "claim id", "claim", "measured", "criterion", "seeds", "checked in"]
+    heads = [
+        ("verdict", "verdict"),
+        ("claim", "claim"),
+        ("result", "result"),
+        ("where", "checked in"),
+    ]
     if with_chapter:
-        heads.insert(3, "ch.")
+        heads.insert(1, ("ch", "ch."))
     out = ['<div class="ledger-scroll"><table class="ledger-table claims-ledger"><thead><tr>']
-    out += [f"<th>{h}</th>" for h in heads]
+    out += [f'<th class="ledger-col-{cls}">{h}</th>' for cls, h in heads]
     out.append("</tr></thead><tbody>")
     for rec in recs:
         verdict, kind = rec.get("verdict", "?"), rec.get("kind") or "?"
@@ -186,26 +242,38 @@ def _rows_html(app, fromdocname, recs, robust, with_chapter) -> str:
         else:
             where = "(not shown on any page)"
         note = rec.get("note") or ""
-        statement = _esc(rec.get("statement", "")) + (
-            f'<br><span class="ledger-note">{_esc(note)}</span>' if note else ""
+        statement = (
+            f'<code class="ledger-id">{_esc(rec["id"])}</code><br>'
+            + _esc(rec.get("statement", ""))
+            + (f'<br><span class="ledger-note">{_esc(note)}</span>' if note else "")
+        )
+        result = "<br>".join(
+            f'<span class="ledger-label">{label}</span> {_esc(value)}'
+            for label, value in (
+                ("measured", rec.get("measured_text", "")),
+                ("criterion", rec.get("criterion", "")),
+                ("seeds", robust.get(rec["id"], {}).get("text", "not swept")),
+            )
         )
         cells = [
-            _badge(verdict),
-            f'<span class="ledger-kind ledger-kind-{_esc(kind)}">{_esc(kind)}</span>',
-            f"<code>{_esc(rec['id'])}</code>",
-            statement,
-            _esc(rec.get("measured_text", "")),
-            _esc(rec.get("criterion", "")),
-            _esc(robust.get(rec["id"], {}).get("text", "not swept")),
-            where,
+            (
+                "verdict",
+                _badge(verdict) + "<br>"
+                f'<span class="ledger-kind ledger-kind-{_esc(kind)}">{_esc(kind)}</span>',
+            ),
+            ("claim", statement),
+            ("result", result),
+            ("where", where),
         ]
         if with_chapter:
-            cells.insert(3, _esc(rec.get("chapter", "")))
+            cells.insert(1, ("ch", _esc(rec.get("chapter", ""))))
         search = " ".join([rec["id"], rec.get("statement", ""), note, verdict, kind]).lower()
         out.append(
             f'<tr id="{_esc(claim_anchor(rec["id"]))}" '
             f'data-verdict="{_esc(verdict)}" data-kind="{_esc(kind)}" '
-            f'data-search="{_esc(search)}">' + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+            f'data-search="{_esc(search)}">'
+            + "".join(f'<td class="ledger-cell-{cls}">{c}</td>' for cls, c in cells)
+            + "</tr>"
         )
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -271,17 +339,33 @@ def _figure_svg(by_chapter: dict[str, list[dict]]) -> str:
 
 def _overview_html(app, fromdocname, by_chapter) -> str:
     titles = _chapter_titles(app)
-    heads = ["chapter", "evidence: pass", "evidence: not reproduced", "consistency", "sanity"]
+    headlines = headline_results()
+    heads = [
+        "chapter",
+        "evidence: pass",
+        "evidence: not reproduced",
+        "consistency",
+        "sanity",
+        "untested headline results",
+    ]
     out = ['<div class="ledger-scroll"><table class="ledger-overview"><thead><tr>']
     out += [f"<th>{h}</th>" for h in heads] + ["</tr></thead><tbody>"]
     for ch in sorted(by_chapter):
         c = _counts(by_chapter[ch])
         doc, title = titles.get(ch, (None, ch))
         name = f'<a href="#ledger-{ch}">{_esc(title)}</a>'
+        untested = untested_headlines(by_chapter[ch], ch, headlines)
+        declared = len(headlines.get(ch, []))
+        untested_cell = (
+            f'{len(untested)} of {declared}<br><span class="ledger-note">'
+            f"{_esc('; '.join(untested))}</span>"
+            if untested
+            else f"0 of {declared}"
+        )
         out.append(
             f"<tr><td>{name}</td><td>{c['evidence pass']}</td>"
             f"<td>{c['evidence not reproduced']}</td><td>{c['consistency']}</td>"
-            f"<td>{c['sanity']}</td></tr>"
+            f"<td>{c['sanity']}</td><td>{untested_cell}</td></tr>"
         )
     out.append("</tbody></table></div>")
     return "".join(out)
@@ -369,7 +453,7 @@ def ledger_html(app, fromdocname, records, chapter, robust, sweep_state=None) ->
         f'<p class="ledger-summary">{len(recs)} claim checks: {counts[PASS]} pass, '
         f"{counts[FAIL]} fail, {counts[NOT_REPRODUCED]} not reproduced (scale "
         f"{_esc(', '.join(scales))}; BOOK_SEED {_esc(', '.join(seeds))}). "
-        f"{_esc(status_text(recs))}</p>"
+        f"{_esc(status_text(recs, chapter))}</p>"
     )
     if chapter:
         return (
@@ -387,9 +471,11 @@ def ledger_html(app, fromdocname, records, chapter, robust, sweep_state=None) ->
     for ch in sorted(by_chapter):
         c = _counts(by_chapter[ch])
         _, title = titles.get(ch, (None, f"Chapter {ch}"))
+        n_untested = len(untested_headlines(by_chapter[ch], ch))
         head = (
             f"{_esc(title)} <small>{len(by_chapter[ch])} claims; evidence: "
-            f"{c['evidence pass']} pass, {c['evidence not reproduced']} not reproduced</small>"
+            f"{c['evidence pass']} pass, {c['evidence not reproduced']} not reproduced; "
+            f"untested headline results: {n_untested}</small>"
         )
         sections.append(
             f'<details class="ledger-chapter" id="ledger-{ch}" data-chapter="{ch}">'
@@ -409,17 +495,38 @@ def ledger_html(app, fromdocname, records, chapter, robust, sweep_state=None) ->
     )
 
 
+def findings_of(records) -> list[dict]:
+    """The claims that carry a finding, less those that rest on a sanity check (true by
+    construction, so not a finding about a paper)."""
+    return [r for r in records if r.get("finding") and r.get("kind") != SANITY]
+
+
 def findings_html(app, fromdocname, records) -> str:
-    """One paragraph per claim that carries a finding, linked to the page that checks it."""
+    """An in-page contents list (one entry per chapter, with its number of findings), then one
+    paragraph per finding: the finding, its claim's verdict and kind, the claim id linked to
+    the claim's row in its chapter's table, and a link to the page that checks it. Findings
+    attached to sanity claims are left out (and counted)."""
     locations = getattr(app.env, "claims_locations", {})
     titles = _chapter_titles(app)
-    items = [r for r in records if r.get("finding")]
+    items = findings_of(records)
+    n_sanity = sum(1 for r in records if r.get("finding") and r.get("kind") == SANITY)
     if not items:
         return "<p>No claim in this build records a finding.</p>"
-    out = []
-    for ch in sorted({r["chapter"] for r in items}):
+    chapters = sorted({r["chapter"] for r in items})
+    toc = "".join(
+        f'<li><a href="#findings-{ch}">{_esc(titles.get(ch, (None, f"Chapter {ch}"))[1])}</a>'
+        f" ({sum(r['chapter'] == ch for r in items)})</li>"
+        for ch in chapters
+    )
+    out = [
+        f'<nav class="findings-contents" aria-label="findings by chapter"><p>{len(items)} '
+        f"findings in {len(chapters)} chapters"
+        + (f" ({n_sanity} notes on sanity checks are not counted as findings)" if n_sanity else "")
+        + f":</p><ul>{toc}</ul></nav>"
+    ]
+    for ch in chapters:
         _, title = titles.get(ch, (None, f"Chapter {ch}"))
-        out.append(f'<h2 class="findings-chapter">{_esc(title)}</h2>')
+        out.append(f'<h2 class="findings-chapter" id="findings-{ch}">{_esc(title)}</h2>')
         for r in (r for r in items if r["chapter"] == ch):
             docname = locations.get(r["id"])
             link = (
@@ -428,10 +535,13 @@ def findings_html(app, fromdocname, records) -> str:
                 if docname in getattr(app.env, "titles", {})
                 else ""
             )
+            href = claim_href(app, fromdocname, r["id"])
+            code = f"<code>{_esc(r['id'])}</code>"
+            if href:
+                code = f'<a class="claim-ref" href="{_esc(href)}">{code}</a>'
             out.append(
                 f'<div class="finding"><p>{_esc(r["finding"])}</p><p class="finding-claim">'
-                f"{_badge(r['verdict'])} <code>{_esc(r['id'])}</code> ({_esc(r.get('kind'))})"
-                f"{link}</p></div>"
+                f"{_badge(r['verdict'])} {code} ({_esc(r.get('kind'))}){link}</p></div>"
             )
     return "".join(out)
 
@@ -466,7 +576,7 @@ def _resolve(app, doctree, fromdocname):
         chapter = node["chapter"]
         recs = [r for r in records if not chapter or r.get("chapter") == chapter]
         text = (
-            status_text(recs)
+            status_text(recs, chapter)
             if recs
             else "Reproduction status: no claim records in this build tree yet (run `make book`)."
         )

@@ -6,6 +6,12 @@
 * **Notebook downloads with outputs.** Each notebook page's ``.ipynb`` download carries
   the executed outputs (see :func:`_executed_notebook_downloads`).
 * **Clean pages.** Repeated inline scripts are dropped (see :func:`_dedupe_inline_scripts`).
+* **Numbers per chapter.** Theorem-like boxes and figures are numbered within their chapter
+  ("Theorem 12.3", "Fig. 12.1"), not across the book, where "Theorem 31" collided with the
+  papers' own numbers (see :func:`_number_per_chapter`).
+* **Plain-text titles.** A page title with math (``$1/\\sqrt d$``) is shown as text
+  (``1/√d``) wherever the title is reused: the tab title, the navigation, prev/next links,
+  claim tables and search results (see :func:`tex_to_text`). The heading keeps its math.
 * **Build environment.** ``{book-environment}`` renders the Python and package versions,
   the scale, the seed and the compute device used to build the book (for the status page).
 """
@@ -125,6 +131,181 @@ def _dedupe_inline_scripts(app, pagename, templatename, context, doctree):
     context["script_files"] = kept
 
 
+# --- plain-text titles --------------------------------------------------------------------
+
+_TEX_SYMBOLS = {
+    "alpha": "α",
+    "beta": "β",
+    "gamma": "γ",
+    "delta": "δ",
+    "epsilon": "ε",
+    "varepsilon": "ε",
+    "zeta": "ζ",
+    "eta": "η",
+    "theta": "θ",
+    "kappa": "κ",
+    "lambda": "λ",
+    "mu": "μ",
+    "nu": "ν",
+    "xi": "ξ",
+    "pi": "π",
+    "rho": "ρ",
+    "sigma": "σ",
+    "tau": "τ",
+    "phi": "φ",
+    "varphi": "φ",
+    "chi": "χ",
+    "psi": "ψ",
+    "omega": "ω",
+    "Gamma": "Γ",
+    "Delta": "Δ",
+    "Theta": "Θ",
+    "Lambda": "Λ",
+    "Sigma": "Σ",
+    "Phi": "Φ",
+    "Psi": "Ψ",
+    "Omega": "Ω",
+    "sqrt": "√",
+    "infty": "∞",
+    "le": "≤",
+    "leq": "≤",
+    "ge": "≥",
+    "geq": "≥",
+    "neq": "≠",
+    "approx": "≈",
+    "sim": "∼",
+    "cdot": "·",
+    "times": "×",
+    "to": "→",
+    "in": "∈",
+    "ell": "ℓ",
+    "nabla": "∇",
+    "partial": "∂",
+    "sum": "Σ",
+    "prod": "∏",
+    "pm": "±",
+    "ldots": "…",
+    "dots": "…",
+    ",": "\u2009",
+    ";": " ",
+    ":": " ",
+    "!": "",
+    " ": " ",
+    "quad": " ",
+    "qquad": "  ",
+    "{": "{",
+    "}": "}",
+    "|": "‖",
+    "%": "%",
+    "_": "_",
+}
+_TEX_DROP = {
+    "left",
+    "right",
+    "big",
+    "Big",
+    "bigl",
+    "bigr",
+    "Bigl",
+    "Bigr",
+    "displaystyle",
+    "mathcal",
+    "mathbb",
+    "mathrm",
+    "mathbf",
+    "mathit",
+    "text",
+    "textrm",
+    "operatorname",
+    "boldsymbol",
+    "bm",
+    "mathsf",
+    "mathscr",
+}
+_SUPERSCRIPT = str.maketrans("0123456789-+()n", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿ")
+
+
+def tex_to_text(tex: str) -> str:
+    """A readable plain-text rendering of inline TeX for titles: ``1/\\sqrt d`` -> ``1/√d``,
+    ``|\\mathcal T|\\,w\\log A`` -> ``|T| w log A`` (a thin space). Unknown commands lose
+    their backslash; a simple superscript becomes Unicode superscripts; braces are dropped."""
+    import re
+
+    def command(m):
+        name = m.group(1)
+        if name in _TEX_SYMBOLS:
+            return _TEX_SYMBOLS[name]
+        return f" {name} "  # \\log, \\exp, \\max, ...: the operator's name
+
+    drop = "|".join(sorted(_TEX_DROP, key=len, reverse=True))
+    text = re.sub(rf"\\({drop})\b\s*", "", tex)  # \\mathcal T -> T
+    text = re.sub(r"\\([A-Za-z]+|[,;:! {}|%_])", command, text)
+    text = re.sub(
+        r"\^\{?([0-9n+\-().]+)\}?",
+        lambda m: (
+            m.group(1).translate(_SUPERSCRIPT)
+            if all(c in "0123456789-+()n" for c in m.group(1))
+            else "^" + m.group(1)
+        ),
+        text,
+    )
+    text = text.replace("{", "").replace("}", "")
+    text = re.sub(r"[ \t\n]+", " ", text)
+    return re.sub(r"(?<=[√(]) | (?=\))", "", text).strip()
+
+
+def _plain_math(node) -> None:
+    """Replace every math node under ``node`` by its plain-text rendering."""
+    for math in list(node.findall(nodes.math)):
+        math.replace_self(nodes.Text(tex_to_text(math.astext())))
+
+
+def _plain_titles(app, doctree) -> None:
+    """The title of the page (and its entries in the table of contents) as plain text: the
+    tab title, the navigation, prev/next and search results show ``1/√d``, not TeX."""
+    env = app.env
+    docname = env.docname
+    for store in (env.titles, env.longtitles):
+        if docname in store:
+            _plain_math(store[docname])
+    if docname in getattr(env, "tocs", {}):
+        for ref in env.tocs[docname].findall(nodes.reference):
+            _plain_math(ref)
+
+
+# --- numbers per chapter ------------------------------------------------------------------
+
+
+def _number_per_chapter(app, env) -> list[str]:
+    """Renumber theorem-like boxes and figures within each chapter.
+
+    Sphinx numbers every enumerable node (figures; sphinx-proof's theorem, lemma, ...) across
+    the whole book in table-of-contents order. Runs after Sphinx's own numbering (on
+    ``env-get-updated``) and rewrites each number of a page in ``book/NN-*/`` as ``(NN, k)``,
+    k counting that kind of box in the chapter in the same order. References ({prf:ref},
+    {numref}) read the same numbers. Returns the pages whose numbers changed."""
+    import re
+
+    groups: dict[tuple[int, str], list] = {}
+    for docname, kinds in env.toc_fignumbers.items():
+        m = re.match(r"book/(\d\d)-[^/]+/", docname)
+        if not m:
+            continue
+        for figtype, numbers in kinds.items():
+            for target, number in numbers.items():
+                groups.setdefault((int(m.group(1)), figtype), []).append(
+                    (tuple(number), docname, target)
+                )
+    changed = set()
+    for (chapter, figtype), items in groups.items():
+        items.sort(key=lambda item: item[0])
+        for k, (old, docname, target) in enumerate(items, start=1):
+            if old != (chapter, k):
+                env.toc_fignumbers[docname][figtype][target] = (chapter, k)
+                changed.add(docname)
+    return sorted(changed)
+
+
 def _commit() -> str:
     """The commit the book was built from, with a note when the tree has uncommitted changes."""
     import subprocess
@@ -197,5 +378,7 @@ def setup(app):
     app.connect("build-finished", _copy_mathjax)
     app.connect("build-finished", _executed_notebook_downloads)
     app.connect("html-page-context", _dedupe_inline_scripts, priority=900)
+    app.connect("doctree-read", _plain_titles, priority=900)
+    app.connect("env-get-updated", _number_per_chapter, priority=900)
     app.add_directive("book-environment", BookEnvironment)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
