@@ -501,7 +501,7 @@ def basin_edge(
 def convergence_time(m, eps: float) -> np.ndarray:
     r""":math:`T_\epsilon=\min\{t: m(t)\ge m(T)-\epsilon\}` along the last axis of m (..., T+1).
 
-    Book: the definitions in book/15-dense-associative-memory/basins.md and ``fig-15-capacity``
+    Book: the definitions in book/15-dense-associative-memory/basins.md and ``fig-15-tconv``
     in book/15-dense-associative-memory/capacity.md.
     """
     m = real_array(m, "m")
