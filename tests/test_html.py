@@ -138,6 +138,25 @@ def wait_for_math(page):
 # A display equation is clipped when its rendered content is wider than its box and the box
 # does not show a scrollbar at all times (overflow-x: scroll), or when the box itself sticks
 # out of the article. Headless chromium hides auto scrollbars, as overlay scrollbars do.
+# #39 item 6: at 1280 px a code cell's input never scrolls sideways, and the code column holds
+# at least CODE_COLUMNS characters of code (the lint's line length); a printed output scrolls
+# only when one of its lines is longer than that.
+CODE_COLUMNS = 100
+CODE_WIDTH_JS = """() => Array.from(document.querySelectorAll('main div.highlight pre')).map(p => {
+  const probe = document.createElement('span');
+  probe.textContent = 'x'.repeat(100);
+  p.appendChild(probe);
+  const charWidth = probe.getBoundingClientRect().width / 100;
+  probe.remove();
+  const style = getComputedStyle(p);
+  const inner = p.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const longest = Math.max(0, ...p.textContent.split('\\n').map(l => l.length));
+  return {input: !!p.closest('.cell_input'), scrolls: p.scrollWidth > p.clientWidth + 1,
+          columns: Math.floor(inner / charWidth), longest: longest,
+          first: p.textContent.split('\\n')[0].slice(0, 40)};
+})"""
+
+
 CLIPPED_MATH_JS = """() => {
   const art = (document.querySelector('main article') || document.querySelector('main'))
     .getBoundingClientRect();
@@ -271,6 +290,17 @@ def check_page(browser, site, docname) -> list[str]:
         # -- display equations: none clipped at 1280 px (#39 item 3)
         clipped = page.evaluate(CLIPPED_MATH_JS)
         problems += [f"clipped display equation ({c})" for c in clipped]
+        # -- code: inputs never scroll sideways at 1280 px; the column holds 100 characters
+        for c in page.evaluate(CODE_WIDTH_JS):
+            if c["input"] and c["scrolls"]:
+                problems.append(
+                    f"code input scrolls sideways ({c['longest']} characters in a"
+                    f" {c['columns']}-character column): {c['first']!r}"
+                )
+            elif c["columns"] < CODE_COLUMNS:
+                problems.append(f"code column holds {c['columns']} < {CODE_COLUMNS} characters")
+            elif c["scrolls"] and c["longest"] <= CODE_COLUMNS:
+                problems.append(f"output of {c['longest']} characters scrolls: {c['first']!r}")
         # -- theorem and figure numbers restart in each chapter: "Theorem 12.3" (#39 item 4)
         ch = chapter_of(docname)
         if ch is not None:
@@ -446,27 +476,29 @@ def test_ledger_is_readable(browser, site, viewport):
 # -- #39 item 1: navigation on phones and tablets ------------------------------------------
 
 
-@pytest.mark.parametrize("width", [390, 900], ids=["phone", "tablet"])
+@pytest.mark.parametrize("width", [390, 900, 1280], ids=["phone", "tablet", "laptop"])
 def test_navigation_opens_on_narrow_screens(browser, site, width):
     """A tap on the visible hamburger opens the chapter list; a tap on the visible
-    "Contents" button opens the page's contents."""
+    "Contents" button opens the page's contents (at 1280 px too, where the "on this page"
+    sidebar gives its width to the code, #39 item 6)."""
     page = browser.new_page(viewport={"width": width, "height": 844})
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:
         page.goto(f"{site}/book/07-q-learning-pd2z/rates.html", wait_until="load")
         page.wait_for_timeout(300)
-        page.locator("button.primary-toggle:visible").first.click()
-        page.wait_for_timeout(300)
-        links = page.evaluate(
-            """() => { const d = document.getElementById('pst-primary-sidebar-modal');
-              return d && d.open ? Array.from(d.querySelectorAll('a'))
-                .filter(a => a.getBoundingClientRect().width > 0).map(a => a.href) : []; }"""
-        )
-        chapters = {h for h in links if re.search(r"/book/\d\d-[^/]+/index\.html", h)}
-        assert len(chapters) >= 10, f"at {width} px the hamburger opened {len(chapters)} chapters"
-        page.keyboard.press("Escape")
-        page.wait_for_timeout(200)
+        if width < 1200:  # wider, the chapter list is always shown
+            page.locator("button.primary-toggle:visible").first.click()
+            page.wait_for_timeout(300)
+            links = page.evaluate(
+                """() => { const d = document.getElementById('pst-primary-sidebar-modal');
+                  return d && d.open ? Array.from(d.querySelectorAll('a'))
+                    .filter(a => a.getBoundingClientRect().width > 0).map(a => a.href) : []; }"""
+            )
+            chapters = {h for h in links if re.search(r"/book/\d\d-[^/]+/index\.html", h)}
+            assert len(chapters) >= 10, f"at {width} px the hamburger opened {len(chapters)}"
+            page.keyboard.press("Escape")
+            page.wait_for_timeout(200)
         page.locator("button.secondary-toggle:visible").first.click()
         page.wait_for_timeout(300)
         anchors = page.evaluate(
